@@ -1,0 +1,51 @@
+"""ascend_ops: the hardware seam of vllm-ascend, usable from plain PyTorch.
+
+Each op is a ``torch.library`` custom op in namespace ``ascend`` (``torch.ops.ascend.<name>``) with
+a fake impl and three implementations: torch_npu (tensors on ``npu``), native CPU kernels
+(``ascend_ops._C``) and the pure-torch reference (``ascend_ops.reference``, the test oracle).
+"""
+
+from ascend_ops import device, reference
+from ascend_ops._dispatch import (
+    BACKENDS,
+    call_counts,
+    forced_backend,
+    native_available,
+    reset_call_counts,
+    use_backend,
+)
+from ascend_ops.ops.activation import silu_and_mul, swiglu
+from ascend_ops.ops.attention import fused_infer_attention
+from ascend_ops.ops.kv_cache import reshape_and_cache
+from ascend_ops.ops.norm import add_rms_norm, rms_norm
+from ascend_ops.ops.rotary import rotary_embedding
+
+__version__ = "0.1.0"
+
+OPS = (
+    "rms_norm",
+    "add_rms_norm",
+    "rotary_embedding",
+    "swiglu",
+    "reshape_and_cache",
+    "fused_infer_attention",
+)
+
+__all__ = [
+    "BACKENDS",
+    "OPS",
+    "add_rms_norm",
+    "call_counts",
+    "device",
+    "forced_backend",
+    "fused_infer_attention",
+    "native_available",
+    "reference",
+    "reset_call_counts",
+    "reshape_and_cache",
+    "rms_norm",
+    "rotary_embedding",
+    "silu_and_mul",
+    "swiglu",
+    "use_backend",
+]

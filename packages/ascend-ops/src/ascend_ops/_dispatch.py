@@ -1,0 +1,126 @@
+"""Backend selection and call counting shared by every op.
+
+Selection rule (ops contract): tensors on an ``npu`` device -> the torch_npu branch; otherwise the
+compiled ``ascend_ops._C`` kernels when they import, else the pure-torch reference.
+``use_backend`` (or the ``ASCEND_OPS_BACKEND`` environment variable) forces one backend; forcing
+``native`` when ``_C`` did not import is an error, never a silent fallback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections import Counter
+from collections.abc import Iterator
+
+import torch
+
+BACKENDS = ("npu", "native", "reference")
+
+_lock = threading.Lock()
+_forced: list[str] = []
+_counts: Counter[str] = Counter()
+_backend_counts: Counter[tuple[str, str]] = Counter()
+_native_module = None
+_native_error: str | None = None
+
+
+def _load_native():
+    global _native_module, _native_error
+    if _native_module is None and _native_error is None:
+        try:
+            from ascend_ops import _C  # type: ignore[attr-defined]
+
+            _native_module = _C
+        except ImportError as exc:  # the build hook did not run (e.g. editable install)
+            _native_error = f"{type(exc).__name__}: {exc}"
+    return _native_module
+
+
+def native_available() -> bool:
+    """Return True when the compiled CPU kernels (``ascend_ops._C``) import."""
+    return _load_native() is not None
+
+
+def native_module():
+    """Return the ``ascend_ops._C`` module; RuntimeError saying how to build it when absent."""
+    mod = _load_native()
+    if mod is None:
+        raise RuntimeError(
+            "the native CPU kernels (ascend_ops._C) are not available "
+            f"({_native_error}); install ascend-ops non-editable (`pip install packages/ascend-ops`) "
+            "so the scikit-build hook compiles them, or select backend 'reference'"
+        )
+    return mod
+
+
+def _check_name(name: str) -> str:
+    if name not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {name!r}")
+    return name
+
+
+@contextlib.contextmanager
+def use_backend(name: str) -> Iterator[None]:
+    """Force every ascend op inside the ``with`` block to run on backend ``name``.
+
+    ``name`` is ``"npu"`` (calls torch_npu; on CPU tensors only useful with a fake torch_npu),
+    ``"native"`` (the C++ kernels; RuntimeError at call time if not built) or ``"reference"``.
+    Raises ValueError for any other name.
+    """
+    _check_name(name)
+    with _lock:
+        _forced.append(name)
+    try:
+        yield
+    finally:
+        with _lock:
+            _forced.pop()
+
+
+def forced_backend() -> str | None:
+    """The backend forced by ``use_backend`` or ``ASCEND_OPS_BACKEND``, or None."""
+    if _forced:
+        return _forced[-1]
+    env = os.environ.get("ASCEND_OPS_BACKEND", "").strip().lower()
+    if env:
+        return _check_name(env)
+    return None
+
+
+def select_backend(t: torch.Tensor) -> str:
+    """Pick the backend for a call whose main input is ``t`` (see module docstring)."""
+    forced = forced_backend()
+    if forced is not None:
+        if forced == "native":
+            native_module()  # raises with the fix when absent
+        return forced
+    if t.device.type == "npu":
+        return "npu"
+    if t.device.type == "cpu" and native_available():
+        return "native"
+    return "reference"
+
+
+def count(op: str, backend: str) -> None:
+    with _lock:
+        _counts[op] += 1
+        _backend_counts[(op, backend)] += 1
+
+
+def call_counts(per_backend: bool = False) -> dict:
+    """Calls per op since start (or the last ``reset_call_counts``).
+
+    Returns ``{op_name: n}``; with ``per_backend=True`` returns ``{(op_name, backend): n}``.
+    Only real executions count (fake/meta tracing under torch.compile does not).
+    """
+    with _lock:
+        return dict(_backend_counts if per_backend else _counts)
+
+
+def reset_call_counts() -> None:
+    """Zero all call counters."""
+    with _lock:
+        _counts.clear()
+        _backend_counts.clear()

@@ -1,0 +1,1 @@
+"""torch.library custom ops (namespace ``ascend``) and their public Python wrappers."""

@@ -1,0 +1,39 @@
+"""SwiGLU op: ``torch.ops.ascend.swiglu``."""
+
+from __future__ import annotations
+
+import torch
+
+from ascend_ops import _checks, _native, _npu, reference
+from ascend_ops._dispatch import count, select_backend
+
+
+@torch.library.custom_op("ascend::swiglu", mutates_args=())
+def _swiglu_op(x: torch.Tensor) -> torch.Tensor:
+    _checks.swiglu(x)
+    backend = select_backend(x)
+    count("swiglu", backend)
+    if backend == "npu":
+        return _npu.swiglu(x)
+    if backend == "native":
+        return _native.swiglu(x)
+    return reference.swiglu(x)
+
+
+@_swiglu_op.register_fake
+def _(x):
+    _checks.swiglu(x)
+    return x.new_empty((*x.shape[:-1], x.shape[-1] // 2))
+
+
+def swiglu(x: torch.Tensor) -> torch.Tensor:
+    """SwiGLU gate: silu(x[..., :I]) * x[..., I:] (vLLM ``SiluAndMul``).
+
+    Shapes: ``x`` [..., 2I] float32/bfloat16/float16 -> [..., I] in ``x.dtype`` (float32 math).
+    NPU: ``torch_npu.npu_swiglu(x, dim=-1)``.
+    Raises TypeError for a non-float ``x``, ValueError when the last dim is odd.
+    """
+    return torch.ops.ascend.swiglu(x)
+
+
+silu_and_mul = swiglu

@@ -1,0 +1,59 @@
+"""Rotary embedding op: ``torch.ops.ascend.rotary_embedding``."""
+
+from __future__ import annotations
+
+import torch
+
+from ascend_ops import _checks, _native, _npu, reference
+from ascend_ops._dispatch import count, select_backend
+
+
+@torch.library.custom_op("ascend::rotary_embedding", mutates_args=())
+def _rotary_op(
+    positions: torch.Tensor,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    head_size: int,
+    cos_sin_cache: torch.Tensor,
+    is_neox: bool,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    _checks.rotary(positions, query, key, head_size, cos_sin_cache)
+    backend = select_backend(query)
+    count("rotary_embedding", backend)
+    if backend == "npu":
+        return _npu.rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox)
+    if backend == "native":
+        return _native.rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox)
+    _checks.rotary_values(positions, cos_sin_cache)
+    return reference.rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox)
+
+
+@_rotary_op.register_fake
+def _(positions, query, key, head_size, cos_sin_cache, is_neox):
+    _checks.rotary(positions, query, key, head_size, cos_sin_cache)
+    return torch.empty_like(query), torch.empty_like(key)
+
+
+def rotary_embedding(
+    positions: torch.Tensor,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    head_size: int,
+    cos_sin_cache: torch.Tensor,
+    is_neox: bool,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rotary position embedding from a cos/sin cache (vLLM ``RotaryEmbedding`` convention).
+
+    Shapes: ``positions`` int32/int64 [T]; ``query`` [T, Hq*head_size]; ``key`` [T, Hk*head_size]
+    (any shape whose first dim is T also works; it is kept); ``cos_sin_cache``
+    [max_position, rotary_dim] with row p = cat(cos[p, :rotary_dim/2], sin[p, :rotary_dim/2]).
+    Only the first rotary_dim (<= head_size, even) dims of each head rotate; the rest pass through.
+    ``is_neox``: True rotates halves (x[:r/2], x[r/2:r]); False rotates interleaved pairs (GPT-J).
+    Returns new (query, key) of the input shapes and dtype (out of place; math in float32).
+    NPU: ATB ``torch_npu._npu_rotary_embedding(positions, query, key, head_size, cos_sin_cache,
+    is_neox_style)``, which is in place, so the wrapper rotates clones.
+    Raises TypeError/ValueError naming the argument; ValueError for positions outside the cache.
+    """
+    return torch.ops.ascend.rotary_embedding(
+        positions, query, key, int(head_size), cos_sin_cache, bool(is_neox)
+    )

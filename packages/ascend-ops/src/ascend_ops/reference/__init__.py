@@ -1,0 +1,23 @@
+"""Pure-torch reference implementations: readable, slow, and the oracle for every other backend.
+
+They take the same arguments as the public ops but do no argument validation beyond what torch
+itself does; they accept any floating dtype (tests use float64 for a tighter oracle).
+"""
+
+from ascend_ops.reference.activation import swiglu
+from ascend_ops.reference.attention import fused_infer_attention
+from ascend_ops.reference.kv_cache import reshape_and_cache
+from ascend_ops.reference.norm import add_rms_norm, rms_norm
+from ascend_ops.reference.rotary import rotary_embedding
+
+silu_and_mul = swiglu
+
+__all__ = [
+    "add_rms_norm",
+    "fused_infer_attention",
+    "reshape_and_cache",
+    "rms_norm",
+    "rotary_embedding",
+    "silu_and_mul",
+    "swiglu",
+]

@@ -1,0 +1,1 @@
+"""Attention backend implementations, one per module."""

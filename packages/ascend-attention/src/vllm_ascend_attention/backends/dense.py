@@ -1,0 +1,318 @@
+"""Dense GQA/MQA attention backend over a paged KV cache (``ASCEND_ATTN``).
+
+One kernel call serves every batch shape vLLM's scheduler produces — prefill,
+chunked prefill, prefix-cache hits, decode and mixed batches — because
+``ascend_ops.fused_infer_attention`` follows the semantics of torch_npu's
+``npu_fused_infer_attention_score`` in TND layout: per request, the query tokens
+are the last ``q_len`` positions of a ``seq_len``-token context read through the
+block table.
+
+KV cache: vLLM 0.32 allocates the cache and hands each layer a logical
+``[num_blocks, num_kv_heads, block_size, head_size + head_size_v]`` view (see
+``vllm/v1/kv_cache_interface.py::create_kv_cache_views``). This backend asks for
+the ``LBNHC`` physical layout, so ``view.transpose(1, 2)`` is the contiguous
+``[num_blocks, block_size, num_kv_heads, 2 * head_size]`` page (the BnBsND paged
+layout FIA reads), with the key in the first ``head_size`` channels and the value
+in the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+from vllm.config import VllmConfig
+from vllm.v1.attention.backend import (
+    AttentionBackend,
+    AttentionCGSupport,
+    AttentionImpl,
+    AttentionLayer,
+    AttentionMetadataBuilder,
+    AttentionType,
+    CommonAttentionMetadata,
+    MultipleOf,
+)
+from vllm.v1.kv_cache_interface import AttentionSpec, KVCacheLayout
+
+import ascend_ops
+
+#: KV cache block size (tokens) this backend prefers: FIA's paged path is tuned
+#: for 128-token blocks on Atlas A2/A3 (the torch_npu operator accepts multiples
+#: of 16 up to 512).
+PREFERRED_BLOCK_SIZE = 128
+
+
+class AscendAttentionBackend(AttentionBackend):
+    """vLLM attention backend for Ascend (dense decoder and encoder-only attention)."""
+
+    # the KV write happens in do_kv_cache_update, before forward
+    forward_includes_kv_cache_update: bool = False
+    # dtypes the FIA operator and our CPU kernels accept
+    supported_dtypes: ClassVar[list[torch.dtype]] = [torch.float16, torch.bfloat16, torch.float32]
+    # no quantized KV cache yet
+    supported_kv_cache_dtypes: ClassVar[list[str]] = ["auto"]
+
+    @staticmethod
+    def get_name() -> str:
+        return "ASCEND_ATTN"
+
+    @staticmethod
+    def get_impl_cls() -> type[AscendAttentionImpl]:
+        return AscendAttentionImpl
+
+    @staticmethod
+    def get_builder_cls() -> type[AscendAttentionMetadataBuilder]:
+        return AscendAttentionMetadataBuilder
+
+    @staticmethod
+    def get_supported_kernel_block_sizes(kv_cache_spec=None) -> list[int | MultipleOf]:
+        """Block sizes FIA accepts: multiples of 16 tokens."""
+        return [MultipleOf(16)]
+
+    @classmethod
+    def get_preferred_block_size(cls, default_block_size: int) -> int:
+        """Prefer 128-token blocks regardless of vLLM's generic default."""
+        return PREFERRED_BLOCK_SIZE
+
+    @classmethod
+    def get_supported_head_sizes(cls) -> list[int]:
+        return [64, 80, 96, 112, 128, 192, 256]
+
+    @classmethod
+    def supported_kv_cache_layouts(cls) -> tuple[KVCacheLayout, ...]:
+        """Token-major pages ([B, N, H, C] physical), the layout FIA's paged path reads."""
+        return (KVCacheLayout.LBNHC,)
+
+    @classmethod
+    def supports_non_causal(cls) -> bool:
+        return True
+
+    @classmethod
+    def supports_attn_type(cls, attn_type: str) -> bool:
+        return attn_type in (AttentionType.DECODER, AttentionType.ENCODER_ONLY)
+
+
+@dataclass
+class AscendAttentionMetadata:
+    """Per-step attention inputs (host-prepared, then on the device).
+
+    Attributes:
+        num_actual_tokens: tokens in this step, excluding padding.
+        max_query_len: longest per-request query in this step.
+        query_start_loc: int32 ``[num_reqs + 1]`` cumulative query lengths.
+        seq_lens: int32 ``[num_reqs]`` context lengths including this step's tokens.
+        block_table: int32 ``[num_reqs, max_blocks_per_req]`` KV cache block ids.
+        slot_mapping: int64 ``[num_tokens]`` cache slot per token (-1 = padding).
+        causal: False for encoder-only (bidirectional) attention.
+    """
+
+    num_actual_tokens: int
+    max_query_len: int
+    query_start_loc: torch.Tensor
+    seq_lens: torch.Tensor
+    block_table: torch.Tensor
+    slot_mapping: torch.Tensor
+    causal: bool = True
+
+
+class AscendAttentionMetadataBuilder(AttentionMetadataBuilder[AscendAttentionMetadata]):
+    """Builds :class:`AscendAttentionMetadata` from vLLM's common metadata."""
+
+    _cudagraph_support: ClassVar[AttentionCGSupport] = AttentionCGSupport.UNIFORM_BATCH
+
+    def __init__(
+        self,
+        kv_cache_spec: AttentionSpec,
+        layer_names: list[str],
+        vllm_config: VllmConfig,
+        device: torch.device,
+    ) -> None:
+        super().__init__(kv_cache_spec, layer_names, vllm_config, device)
+        self.block_size = kv_cache_spec.block_size
+
+    def build(
+        self,
+        common_prefix_len: int,
+        common_attn_metadata: CommonAttentionMetadata,
+        fast_build: bool = False,
+    ) -> AscendAttentionMetadata:
+        cm = common_attn_metadata
+        causal = cm.causal if isinstance(cm.causal, bool) else True
+        return AscendAttentionMetadata(
+            num_actual_tokens=cm.num_actual_tokens,
+            max_query_len=cm.max_query_len,
+            query_start_loc=cm.query_start_loc[: cm.num_reqs + 1],
+            seq_lens=cm.seq_lens[: cm.num_reqs],
+            block_table=cm.block_table_tensor[: cm.num_reqs],
+            slot_mapping=cm.slot_mapping,
+            causal=causal,
+        )
+
+
+def split_kv_cache(kv_cache: torch.Tensor, head_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Split vLLM's per-layer KV view into paged key and value caches.
+
+    Args:
+        kv_cache: logical ``[num_blocks, num_kv_heads, block_size, head_size + head_size_v]``.
+        head_size: key head size.
+
+    Returns:
+        ``(key_cache, value_cache)``, each ``[num_blocks, block_size, num_kv_heads, D]``
+        strided views sharing ``kv_cache``'s storage.
+    """
+    pages = kv_cache.transpose(1, 2)
+    return pages[..., :head_size], pages[..., head_size:]
+
+
+class AscendAttentionImpl(AttentionImpl[AscendAttentionMetadata]):
+    """Runs ``reshape_and_cache`` and ``fused_infer_attention`` from ``ascend_ops``."""
+
+    def __init__(
+        self,
+        num_heads: int,
+        head_size: int,
+        scale: float,
+        num_kv_heads: int,
+        alibi_slopes: list[float] | None,
+        sliding_window: int | None,
+        kv_cache_dtype: str,
+        logits_soft_cap: float | None = None,
+        attn_type: str = AttentionType.DECODER,
+        kv_sharing_target_layer_name: str | None = None,
+        sinks: torch.Tensor | None = None,
+    ) -> None:
+        unsupported = {
+            "alibi_slopes": alibi_slopes is not None,
+            "sliding_window": sliding_window is not None,
+            "logits_soft_cap": bool(logits_soft_cap),
+            "sinks": sinks is not None,
+            "kv_sharing_target_layer_name": kv_sharing_target_layer_name is not None,
+        }
+        named = [k for k, used in unsupported.items() if used]
+        if named:
+            raise NotImplementedError(
+                f"ASCEND_ATTN does not support {', '.join(named)} yet; this model needs a "
+                "feature the Ascend dense backend has not built."
+            )
+        if num_heads % num_kv_heads:
+            raise ValueError(
+                f"num_heads ({num_heads}) must be a multiple of num_kv_heads ({num_kv_heads})."
+            )
+        self.num_heads = num_heads
+        self.head_size = head_size
+        self.scale = float(scale)
+        self.num_kv_heads = num_kv_heads
+        self.kv_cache_dtype = kv_cache_dtype
+        self.attn_type = attn_type
+        self.kv_sharing_target_layer_name = None
+
+    def do_kv_cache_update(
+        self,
+        layer: torch.nn.Module,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        kv_cache: torch.Tensor,
+        slot_mapping: torch.Tensor,
+    ) -> None:
+        """Write this step's K/V into the paged cache at ``slot_mapping``."""
+        if self.attn_type == AttentionType.ENCODER_ONLY:
+            return
+        key_cache, value_cache = split_kv_cache(kv_cache, self.head_size)
+        num_tokens = slot_mapping.shape[0]
+        ascend_ops.reshape_and_cache(
+            key[:num_tokens].view(-1, self.num_kv_heads, self.head_size),
+            value[:num_tokens].view(-1, self.num_kv_heads, self.head_size),
+            key_cache,
+            value_cache,
+            slot_mapping,
+        )
+
+    def forward(
+        self,
+        layer: AttentionLayer,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        kv_cache: torch.Tensor,
+        attn_metadata: AscendAttentionMetadata | None,
+        output: torch.Tensor | None = None,
+        output_scale: torch.Tensor | None = None,
+        output_block_scale: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Attention for one layer.
+
+        Args:
+            query: ``[num_tokens, num_heads, head_size]``.
+            key, value: ``[num_tokens, num_kv_heads, head_size]`` (already cached).
+            kv_cache: this layer's KV view (see module docstring).
+            output: ``[num_tokens, num_heads * head_size]`` (or 3-D) written in place.
+        """
+        if output_scale is not None or output_block_scale is not None:
+            raise NotImplementedError("ASCEND_ATTN has no fused output quantization.")
+        assert output is not None
+        if attn_metadata is None:  # profiling / warm-up run without metadata
+            return output.fill_(0)
+        n = attn_metadata.num_actual_tokens
+        q = query[:n].view(n, self.num_heads, self.head_size)
+        if self.attn_type == AttentionType.ENCODER_ONLY:
+            out = self._encoder_only(q, key[:n], value[:n], attn_metadata)
+        else:
+            key_cache, value_cache = split_kv_cache(kv_cache, self.head_size)
+            out = ascend_ops.fused_infer_attention(
+                q,
+                key_cache,
+                value_cache,
+                attn_metadata.block_table,
+                attn_metadata.query_start_loc,
+                attn_metadata.seq_lens,
+                self.scale,
+                causal=attn_metadata.causal,
+            )
+        output[:n].view(n, self.num_heads, self.head_size).copy_(out)
+        return output
+
+    def _encoder_only(
+        self,
+        q: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        md: AscendAttentionMetadata,
+    ) -> torch.Tensor:
+        """Bidirectional attention over this step's tokens only (no KV cache).
+
+        The step's K/V are written into a scratch paged cache with one block run
+        per request, then read back with ``causal=False``.
+        """
+        n = q.shape[0]
+        block = PREFERRED_BLOCK_SIZE
+        qsl = md.query_start_loc.to(torch.int64)
+        lens = qsl[1:] - qsl[:-1]
+        blocks_per_req = (lens + block - 1) // block
+        first_block = torch.cumsum(blocks_per_req, 0) - blocks_per_req
+        max_blocks = int(blocks_per_req.max().item()) if lens.numel() else 0
+        block_table = (first_block[:, None] + torch.arange(max_blocks, device=q.device)[None, :])
+        token_req = torch.repeat_interleave(torch.arange(lens.numel(), device=q.device), lens)
+        offset = torch.arange(n, device=q.device) - qsl[token_req]
+        slots = first_block[token_req] * block + offset
+        total_blocks = int(blocks_per_req.sum().item())
+        shape = (total_blocks, block, self.num_kv_heads, self.head_size)
+        key_cache = key.new_zeros(shape)
+        value_cache = value.new_zeros(shape)
+        ascend_ops.reshape_and_cache(
+            key.view(n, self.num_kv_heads, self.head_size),
+            value.view(n, self.num_kv_heads, self.head_size),
+            key_cache,
+            value_cache,
+            slots,
+        )
+        return ascend_ops.fused_infer_attention(
+            q,
+            key_cache,
+            value_cache,
+            block_table.to(torch.int32),
+            md.query_start_loc,
+            lens.to(torch.int32),
+            self.scale,
+            causal=False,
+        )

@@ -1,0 +1,116 @@
+"""What ``NPUPlatform.check_and_update_config`` does to a vLLM config.
+
+Order: front-door checks (version, plugin state, refused features, typed
+``additional_config``), then our worker, scheduling and execution-mode defaults.
+Every change that alters user-visible behaviour is logged once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from vllm.logger import init_logger
+
+from vllm_ascend_platform import envs
+
+if TYPE_CHECKING:
+    from vllm.config import VllmConfig
+
+logger = init_logger("vllm.ascend.config")
+
+#: vLLM CustomOps our models layer overrides; "+name" keeps them enabled even when
+#: vLLM's compilation config would default custom ops to off.
+ENABLED_CUSTOM_OPS = ("+silu_and_mul", "+rotary_embedding")
+
+
+def apply_ascend_defaults(platform_cls: type, vllm_config: VllmConfig) -> None:
+    """Validate ``vllm_config`` for Ascend and fill in our defaults (in place).
+
+    Raises:
+        RuntimeError / ValueError: from the front-door checks, naming what to change.
+    """
+    from vllm_ascend_platform.plugin import startup_check
+
+    startup_check(vllm_config)
+    _install_worker(vllm_config)
+    _scheduling(vllm_config)
+    _execution_mode(vllm_config)
+    _custom_ops(vllm_config)
+    _log_startup_line(platform_cls, vllm_config)
+
+
+def _install_worker(vllm_config: VllmConfig) -> None:
+    parallel = vllm_config.parallel_config
+    if parallel.worker_cls == "auto":
+        parallel.worker_cls = "vllm_ascend_platform.worker.NPUWorker"
+    if getattr(parallel, "enable_dbo", False):
+        logger.warning_once("Dual-batch overlap is not supported on Ascend yet; disabled.")
+        parallel.enable_dbo = False
+
+
+def _scheduling(vllm_config: VllmConfig) -> None:
+    sched = vllm_config.scheduler_config
+    if envs.emulate() and sched.async_scheduling:
+        # vLLM's async output copy needs device streams/events; CPU emulation has none.
+        logger.warning_once(
+            "Async scheduling is turned off in CPU emulation mode (no device streams to "
+            "overlap with); the scheduler runs synchronously."
+        )
+        sched.async_scheduling = False
+
+
+def _execution_mode(vllm_config: VllmConfig) -> None:
+    from vllm.config import CompilationMode, CUDAGraphMode
+
+    comp = vllm_config.compilation_config
+    model = vllm_config.model_config
+    if model is not None and not model.enforce_eager:
+        logger.warning_once(
+            "ACL graph capture and the Ascend compile backend are not built yet: running eager."
+        )
+    comp.mode = CompilationMode.NONE
+    comp.cudagraph_mode = CUDAGraphMode.NONE
+    comp.cudagraph_capture_sizes = []
+    comp.max_cudagraph_capture_size = 0
+    if model is not None:
+        model.enforce_eager = True
+
+
+def _custom_ops(vllm_config: VllmConfig) -> None:
+    custom_ops = vllm_config.compilation_config.custom_ops
+    for op in ENABLED_CUSTOM_OPS:
+        name = op[1:]
+        if f"-{name}" in custom_ops:
+            logger.warning_once(
+                "custom_ops disables %s; the Ascend kernel for it will not run.", name
+            )
+        elif op not in custom_ops:
+            custom_ops.append(op)
+
+
+def _log_startup_line(platform_cls: type, vllm_config: VllmConfig) -> None:
+    import torch
+    import vllm
+
+    from vllm_ascend_platform.version_check import layer_statuses
+
+    layers = ", ".join(f"{s.layer.dist} {s.version or 'absent'}" for s in layer_statuses())
+    mode = "CPU emulation" if envs.emulate() else "NPU"
+    logger.info_once(
+        "vllm-ascend: mode=%s device=%s vllm=%s torch=%s torch_npu=%s layers: %s",
+        mode,
+        platform_cls.get_device_name(),
+        vllm.__version__,
+        torch.__version__,
+        _torch_npu_version(),
+        layers,
+    )
+
+
+def _torch_npu_version() -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("torch_npu")
+    except importlib.metadata.PackageNotFoundError:
+        return "absent"

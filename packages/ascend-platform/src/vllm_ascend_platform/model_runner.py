@@ -1,0 +1,167 @@
+"""``NPUModelRunner``: vLLM's GPU model runner, run on an Ascend (or emulated) device.
+
+We reuse ``vllm.v1.worker.gpu_model_runner.GPUModelRunner`` for everything the
+scheduler contract needs (input batch, block tables, continuous batching,
+chunked prefill, prefix caching, preemption, sampling) and replace the parts
+that talk to a device: streams/events, synchronisation, weight-memory
+accounting and, in CPU emulation, the host/device buffer pairs (which collapse
+to one host tensor, as vLLM's own CPU runner does).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+import torch.nn as nn
+from vllm.config import VllmConfig
+from vllm.logger import init_logger
+from vllm.model_executor.model_loader import get_model
+from vllm.v1.kv_cache_interface import FullAttentionSpec
+from vllm.v1.utils import CpuGpuBuffer
+from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+
+from vllm_ascend_platform import envs
+
+logger = init_logger("vllm.ascend.model_runner")
+
+
+class _HostEvent:
+    """Stand-in for ``torch.Event`` where the device is the host: work is already done."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def record(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def synchronize(self) -> None:
+        pass
+
+    def wait(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def query(self) -> bool:
+        return True
+
+
+class _HostStream:
+    """Stand-in for ``torch.cuda.Stream`` in emulation (one in-order host queue)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.device = torch.device("cpu")
+
+    def wait_stream(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def synchronize(self) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _device_stream_api() -> Iterator[None]:
+    """Route the CUDA stream/event classes GPUModelRunner builds to our device seam."""
+    if envs.emulate():
+        event_cls, stream_cls = _HostEvent, _HostStream
+    else:
+        from ascend_ops import device
+
+        event_cls, stream_cls = device.Event, device.Stream
+    saved = (torch.Event, torch.cuda.Stream, torch.cuda.Event)
+    try:
+        torch.Event, torch.cuda.Stream, torch.cuda.Event = event_cls, stream_cls, event_cls
+        yield
+    finally:
+        torch.Event, torch.cuda.Stream, torch.cuda.Event = saved
+
+
+class NPUModelRunner(GPUModelRunner):
+    """Model runner for Ascend NPUs and for CPU emulation mode."""
+
+    def __init__(self, vllm_config: VllmConfig, device: torch.device) -> None:
+        self.emulated = envs.emulate()
+        with _device_stream_api():
+            super().__init__(vllm_config, device)
+        self.use_cuda_graph = False
+        if self.emulated:
+            self._collapse_device_buffers()
+
+    # ---- emulation: one memory ------------------------------------------------------------
+    def _collapse_device_buffers(self) -> None:
+        """Point every device-side buffer at its host twin (the device *is* the host)."""
+        for value in vars(self).values():
+            if isinstance(value, CpuGpuBuffer):
+                value.gpu = value.cpu
+        batch = self.input_batch
+        for name, value in list(vars(batch).items()):
+            if name.endswith("_cpu_tensor") and isinstance(value, torch.Tensor):
+                device_name = name[: -len("_cpu_tensor")]
+                if isinstance(getattr(batch, device_name, None), torch.Tensor):
+                    setattr(batch, device_name, value)
+        for table in batch.block_table.block_tables:
+            for value in vars(table).values():
+                if isinstance(value, CpuGpuBuffer):
+                    value.gpu = value.cpu
+
+    # ---- device interaction -------------------------------------------------------------------
+    def _sync_device(self) -> None:
+        if not self.emulated:
+            from ascend_ops import device
+
+            device.synchronize()
+
+    def _to_list(self, sampled_token_ids: torch.Tensor) -> list[list[int]]:
+        if self.emulated:
+            return sampled_token_ids.tolist()
+        return super()._to_list(sampled_token_ids)
+
+    def load_model(self, load_dummy_weights: bool = False) -> None:
+        """Load weights; in emulation count their bytes (no device allocator to ask)."""
+        if not self.emulated:
+            return super().load_model(load_dummy_weights=load_dummy_weights)
+        if load_dummy_weights:
+            raise ValueError("Dummy-weight loading (elastic EP scale-up) is not supported on Ascend.")
+        logger.info("Loading model %s (CPU emulation).", self.model_config.model)
+        self.model = get_model(vllm_config=self.vllm_config)
+        self.model_memory_usage = _module_bytes(self.model)
+        logger.info_once(
+            "Model weights take %.3f GiB of emulated device memory.",
+            self.model_memory_usage / (1 << 30),
+        )
+
+    def get_model(self) -> nn.Module:
+        return self.model
+
+    def _zero_block_ids(self, block_ids: list[int]) -> None:
+        """Zero newly allocated full-attention blocks (stale data must not leak)."""
+        if not self.emulated:
+            return super()._zero_block_ids(block_ids)
+        if not block_ids:
+            return
+        index = torch.tensor(block_ids, dtype=torch.long)
+        seen: set[int] = set()
+        for group in self.kv_cache_config.kv_cache_groups:
+            if not isinstance(group.kv_cache_spec, FullAttentionSpec):
+                continue
+            for layer_name in group.layer_names:
+                ctx = self.compilation_config.static_forward_context.get(layer_name)
+                kv = getattr(ctx, "kv_cache", None)
+                if not isinstance(kv, torch.Tensor) or kv.data_ptr() in seen:
+                    continue
+                seen.add(kv.data_ptr())
+                kv.index_fill_(0, index, 0)
+
+
+def _module_bytes(module: nn.Module) -> int:
+    """Bytes of every distinct parameter and buffer storage of ``module``."""
+    seen: set[int] = set()
+    total = 0
+    for tensor in list(module.parameters()) + list(module.buffers()):
+        ptr = tensor.untyped_storage().data_ptr()
+        if ptr in seen:
+            continue
+        seen.add(ptr)
+        total += tensor.untyped_storage().nbytes()
+    return total

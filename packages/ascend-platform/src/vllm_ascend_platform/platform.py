@@ -1,0 +1,227 @@
+"""``NPUPlatform``: vLLM's out-of-tree platform for Ascend NPUs.
+
+Two modes share this class (DESIGN.md section 3): NPU mode (torch_npu present,
+device type ``npu``, HCCL) and CPU emulation mode (``VLLM_ASCEND_EMULATE=1``,
+device type ``cpu``, gloo, emulated device memory). The mode is fixed when the
+module is imported, because vLLM reads ``device_type`` and friends as class
+attributes. Hooks follow ``vllm/platforms/interface.py`` of vLLM 0.32.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+import torch
+from vllm.logger import init_logger
+from vllm.platforms.interface import Platform, PlatformEnum
+
+from vllm_ascend_platform import envs
+
+if TYPE_CHECKING:
+    from vllm.config import VllmConfig
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
+    from vllm.v1.attention.selector import AttentionSelectorConfig
+
+logger = init_logger("vllm.ascend.platform")
+
+EMULATED = envs.emulate()
+
+#: qualified names of classes in sibling layers (the platform never imports them directly)
+WORKER_CLS = "vllm_ascend_platform.worker.NPUWorker"
+COMMUNICATOR_CLS = "vllm_ascend_comm.communicator.NPUCommunicator"
+ATTENTION_LAYER = "vllm_ascend_attention"
+EMULATED_SOC = "Ascend910B (emulated on CPU)"
+
+
+class NPUPlatform(Platform):
+    """Ascend NPU platform (NPU mode or CPU emulation mode)."""
+
+    _enum = PlatformEnum.OOT
+    # torch device type vLLM builds devices from; "cpu" in emulation (DESIGN 7)
+    device_name: str = "cpu" if EMULATED else "npu"
+    device_type: str = "cpu" if EMULATED else "npu"
+    # torch dispatch key of the device's tensors
+    dispatch_key: str = "CPU" if EMULATED else "PrivateUse1"
+    # torch.distributed backend for the device groups
+    dist_backend: str = "gloo" if EMULATED else "hccl"
+    # Ray resource name; emulation uses the same custom resource (DESIGN 7)
+    ray_device_key: str = "NPU"
+    # env var that masks visible devices
+    device_control_env_var: str = "ASCEND_RT_VISIBLE_DEVICES"
+    # backend for vLLM's simple (non-graph) torch.compile uses; no inductor on Ascend
+    simple_compile_backend: str = "eager"
+    # our own env vars, forwarded to Ray workers
+    additional_env_vars: list[str] = list(envs.ENVIRONMENT_VARIABLES)
+    # quantization methods our layers implement
+    supported_quantization: list[str] = []
+    # marks this platform for layers that check by attribute (no import needed)
+    is_ascend: bool = True
+
+    @property
+    def supported_dtypes(self) -> list[torch.dtype]:
+        return [torch.float32, torch.bfloat16, torch.float16]
+
+    # ---- identity -----------------------------------------------------------------
+    @classmethod
+    def get_device_name(cls, device_id: int = 0) -> str:
+        """Return the SoC name (the emulated one in emulation mode)."""
+        if EMULATED:
+            return EMULATED_SOC
+        from ascend_ops import device
+
+        return device.get_device_name(device_id)
+
+    @classmethod
+    def get_device_uuid(cls, device_id: int = 0) -> str:
+        return f"ascend-emulated-{device_id}" if EMULATED else f"ascend-npu-{device_id}"
+
+    @classmethod
+    def get_device_total_memory(cls, device_id: int = 0) -> int:
+        """Return device memory in bytes (``VLLM_ASCEND_EMULATE_DEVICE_MEMORY`` in emulation)."""
+        if EMULATED:
+            return envs.emulated_device_memory()
+        from ascend_ops import device
+
+        return device.mem_get_info(device_id)[1]
+
+    @classmethod
+    def is_pin_memory_available(cls) -> bool:
+        # CPU-only torch cannot pin host memory; NPU mode pins through torch_npu.
+        return not EMULATED
+
+    @classmethod
+    def inference_mode(cls):
+        return torch.no_grad()
+
+    @classmethod
+    def set_device(cls, device: torch.device) -> None:
+        if not EMULATED:
+            from ascend_ops import device as npu_device
+
+            npu_device.set_device(device)
+
+    @classmethod
+    def manual_seed_all(cls, seed: int) -> None:
+        if not EMULATED:
+            from ascend_ops import device
+
+            device.manual_seed_all(seed)
+
+    @classmethod
+    def get_current_memory_usage(cls, device: torch.types.Device | None = None) -> float:
+        from ascend_ops import device as npu_device
+
+        free, total = npu_device.mem_get_info()
+        return float(total - free)
+
+    # ---- configuration --------------------------------------------------------------
+    @classmethod
+    def check_and_update_config(cls, vllm_config: VllmConfig) -> None:
+        """Validate the config for Ascend and install our worker and defaults."""
+        from vllm_ascend_platform.config_defaults import apply_ascend_defaults
+
+        apply_ascend_defaults(cls, vllm_config)
+
+    @classmethod
+    def validate_environ(cls, hard_fail: bool) -> None:
+        """Like vLLM's check, but knows our ``VLLM_ASCEND_*`` variables."""
+        from vllm import envs as vllm_envs
+
+        for name in os.environ:
+            if (
+                name.startswith("VLLM_")
+                and name not in vllm_envs.environment_variables
+                and name not in envs.ENVIRONMENT_VARIABLES
+            ):
+                if hard_fail:
+                    raise ValueError(f"Unknown vLLM environment variable detected: {name}")
+                logger.warning("Unknown vLLM environment variable detected: %s", name)
+
+    @classmethod
+    def check_max_model_len(cls, max_model_len: int) -> int:
+        return max_model_len
+
+    # ---- layer hooks --------------------------------------------------------------------
+    @classmethod
+    def get_attn_backend_cls(
+        cls,
+        selected_backend: AttentionBackendEnum,
+        attn_selector_config: AttentionSelectorConfig,
+        num_heads: int | None = None,
+    ) -> str:
+        """Return our backend's class path (registering the layer's backends first)."""
+        from vllm_ascend_platform.layers import require_layer
+
+        attention = require_layer(ATTENTION_LAYER, "attention")
+        if attn_selector_config.use_sparse:
+            raise NotImplementedError(
+                "Sparse attention (e.g. DeepSeek V3.2 DSA) is not built for Ascend yet."
+            )
+        if attn_selector_config.use_mla:
+            raise NotImplementedError(
+                "MLA models (DeepSeek-V2/V3 style latent attention) are not built for Ascend "
+                "yet; serve a dense GQA/MQA model."
+            )
+        if selected_backend is not None and selected_backend.name != "ASCEND_ATTN":
+            raise ValueError(
+                f"Attention backend {selected_backend.name} is not available on Ascend; "
+                "remove the attention backend override (use ASCEND_ATTN)."
+            )
+        path = attention.backend_path("ASCEND_ATTN")
+        logger.info_once("Using attention backend ASCEND_ATTN (%s).", path)
+        return path
+
+    @classmethod
+    def get_device_communicator_cls(cls) -> str:
+        return COMMUNICATOR_CLS
+
+    @classmethod
+    def get_punica_wrapper(cls) -> str:
+        raise NotImplementedError("LoRA is not supported on Ascend yet.")
+
+    @classmethod
+    def support_static_graph_mode(cls) -> bool:
+        return False
+
+    @classmethod
+    def support_hybrid_kv_cache(cls) -> bool:
+        return False
+
+    @classmethod
+    def opaque_attention_op(cls) -> bool:
+        return True
+
+    @classmethod
+    def use_custom_allreduce(cls) -> bool:
+        return False
+
+    @classmethod
+    def import_ir_kernels(cls) -> None:
+        """Import vLLM's built-in IR kernels, then ours (ascend-models layer) if installed."""
+        import vllm.kernels  # noqa: F401
+
+        from vllm_ascend_platform.layers import import_optional
+
+        import_optional("vllm_ascend_models.ir_kernels")
+
+    @classmethod
+    def get_default_ir_op_priority(cls, vllm_config: VllmConfig) -> Any:
+        """Prefer the ascend-models IR kernels when that layer is installed."""
+        from vllm_ascend_platform.layers import import_optional
+
+        models = import_optional("vllm_ascend_models")
+        hook = getattr(models, "default_ir_op_priority", None) if models else None
+        if hook is not None:
+            return hook(vllm_config)
+        return super().get_default_ir_op_priority(vllm_config)
+
+    @classmethod
+    def register_triton_kernel_overrides(cls) -> None:
+        """In emulation, replace vLLM's Triton input-prep kernels with torch versions."""
+        from vllm.triton_utils import HAS_TRITON
+
+        if EMULATED and not HAS_TRITON:
+            from vllm_ascend_platform.triton_overrides import register
+
+            register()

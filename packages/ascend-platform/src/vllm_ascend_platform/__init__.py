@@ -1,0 +1,12 @@
+"""vllm-ascend platform layer: NPUPlatform, AscendConfig, worker, patch registry, doctor.
+
+Importing this package stays light (no vLLM, no torch_npu): vLLM's plugin loader and
+``vllm-ascend doctor`` import it before anything else is known to work.
+"""
+
+from __future__ import annotations
+
+from vllm_ascend_platform.plugin import AscendStartupError, platform_plugin, startup_check
+
+__version__ = "0.1.0"
+__all__ = ["AscendStartupError", "platform_plugin", "startup_check", "__version__"]

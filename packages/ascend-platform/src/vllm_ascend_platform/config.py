@@ -1,0 +1,187 @@
+"""``AscendConfig``: the plugin's options, parsed from vLLM's ``additional_config``.
+
+Users pass them as JSON: ``--additional-config '{"ascend_compilation_config":
+{"fuse_swiglu": false}}'`` (or ``LLM(additional_config={...})``). Parsing is strict
+(case C-18):
+
+* an unknown key raises :class:`AscendConfigError` naming the key and the closest
+  valid one (``difflib``);
+* a value of the wrong type raises naming the key and the expected type; no
+  coercion, so ``"true"`` is not a bool and ``"8"`` is not an int;
+* keys vLLM 0.32 itself writes into ``additional_config``
+  (``EngineArgs.create_engine_config``: ``gdn_prefill_backend``,
+  ``kda_prefill_backend``, ``kda_decode_backend``) pass; values the Ascend
+  platform has no kernel for log a warning and are removed, so vLLM falls back
+  to its default selection.
+
+``init_ascend_config`` runs once per process that builds the config (from
+``NPUPlatform.check_and_update_config`` through ``startup_check``); processes that
+receive a finished ``VllmConfig`` (workers) call it again with that config.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+logger = logging.getLogger("vllm.ascend")
+
+
+class AscendConfigError(ValueError):
+    """``additional_config`` holds a key or value the Ascend plugin does not accept."""
+
+
+class AscendCompilationConfig(BaseModel):
+    """Fusion passes of the Ascend compile backend, each on by default.
+
+    Consumed by ``vllm_ascend_graph``'s ``AscendCompiler``; the platform only parses.
+    """
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    #: residual add + RMSNorm -> one fused add-RMSNorm op
+    fuse_add_rms_norm: bool = True
+    #: gate/up split + SiLU + multiply -> one SwiGLU op
+    fuse_swiglu: bool = True
+    #: per-head q/k RMSNorm + rotary embedding -> one op
+    fuse_qk_norm_rope: bool = True
+    #: rotary embedding + KV-cache write (slot mapping) -> one op
+    fuse_rope_kv_cache: bool = True
+    #: most ACL graphs to capture (device graph budget); None = the backend's default
+    graph_budget: int | None = None
+
+
+class AscendConfig(BaseModel):
+    """All Ascend options (``vllm_config.additional_config``)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    ascend_compilation_config: AscendCompilationConfig = AscendCompilationConfig()
+    #: cast linear weights to the FRACTAL_NZ layout at load time (refused until built)
+    enable_weight_nz: bool = False
+
+
+#: Keys vLLM 0.32 writes into additional_config itself -> values that work on Ascend.
+UPSTREAM_KEYS: dict[str, frozenset[str]] = {
+    "gdn_prefill_backend": frozenset(),
+    "kda_prefill_backend": frozenset({"auto"}),
+    "kda_decode_backend": frozenset({"auto", "native"}),
+}
+
+_EXPECTED = {
+    bool: "a JSON boolean (true/false)",
+    int: "a JSON integer",
+}
+
+
+def _expected_type(model: type[BaseModel], key: str) -> str:
+    field = model.model_fields[key]
+    annotation = field.annotation
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return "a JSON object with keys " + ", ".join(sorted(annotation.model_fields))
+    if annotation in _EXPECTED:
+        return _EXPECTED[annotation]
+    if annotation == (int | None):
+        return "a JSON integer or null"
+    return str(annotation)
+
+
+def _check_keys(data: dict, model: type[BaseModel], path: str) -> None:
+    """Raise for the first unknown key, naming the closest valid one; recurse into objects."""
+    valid = list(model.model_fields)
+    for key, value in data.items():
+        where = f"{path}{key!r}" if path else repr(key)
+        if key not in model.model_fields:
+            close = difflib.get_close_matches(str(key), valid, n=1, cutoff=0.5)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise AscendConfigError(
+                f"additional_config: unknown key {where}; {hint}valid keys"
+                f"{' under ' + path.rstrip('.') if path else ''}: {', '.join(valid)}."
+            )
+        annotation = model.model_fields[key].annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            if not isinstance(value, dict):
+                raise AscendConfigError(
+                    f"additional_config: key {where} expects {_expected_type(model, key)}, "
+                    f"got {type(value).__name__} {value!r}."
+                )
+            _check_keys(value, annotation, f"{path}{key}.")
+
+
+def _type_error(exc: ValidationError, data: dict) -> AscendConfigError:
+    err = exc.errors()[0]
+    loc = [str(p) for p in err["loc"]]
+    model: type[BaseModel] = AscendConfig
+    for part in loc[:-1]:
+        model = model.model_fields[part].annotation  # type: ignore[assignment]
+    value: Any = data
+    for part in loc:
+        value = value[part]
+    key = ".".join(loc)
+    return AscendConfigError(
+        f"additional_config: key {key!r} expects {_expected_type(model, loc[-1])}, "
+        f"got {type(value).__name__} {value!r}."
+    )
+
+
+def parse_additional_config(additional: Any) -> AscendConfig:
+    """Parse ``additional_config`` into an :class:`AscendConfig`.
+
+    Args:
+        additional: ``vllm_config.additional_config`` (a dict; vLLM's default is ``{}``).
+            Upstream keys with values Ascend cannot serve are removed from it in place,
+            with a warning.
+
+    Raises:
+        AscendConfigError: unknown key, wrong type, or a non-dict ``additional_config``.
+    """
+    if additional is None:
+        additional = {}
+    if not isinstance(additional, dict):
+        raise AscendConfigError(
+            f"additional_config must be a JSON object (dict), got {type(additional).__name__}."
+        )
+    ours = {}
+    for key, value in list(additional.items()):
+        if key in UPSTREAM_KEYS:
+            if value not in UPSTREAM_KEYS[key]:
+                logger.warning(
+                    "vllm-ascend: additional_config %s=%r (set by vLLM's --%s) has no Ascend "
+                    "kernel; ignoring it so vLLM uses its default.",
+                    key, value, key.replace("_", "-"),
+                )
+                del additional[key]
+            continue
+        ours[key] = value
+    _check_keys(ours, AscendConfig, "")
+    try:
+        return AscendConfig.model_validate(ours)
+    except ValidationError as exc:
+        raise _type_error(exc, ours) from None
+
+
+_current: AscendConfig | None = None
+
+
+def init_ascend_config(vllm_config: Any) -> AscendConfig:
+    """Parse ``vllm_config.additional_config`` and make it this process's AscendConfig."""
+    global _current
+    _current = parse_additional_config(getattr(vllm_config, "additional_config", None))
+    return _current
+
+
+def get_ascend_config() -> AscendConfig:
+    """This process's AscendConfig.
+
+    Raises:
+        RuntimeError: ``init_ascend_config`` has not run in this process.
+    """
+    if _current is None:
+        raise RuntimeError(
+            "AscendConfig is not initialised in this process; call "
+            "vllm_ascend_platform.config.init_ascend_config(vllm_config) first."
+        )
+    return _current

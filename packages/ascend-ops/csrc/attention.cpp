@@ -1,0 +1,249 @@
+// Paged attention with npu_fused_infer_attention_score semantics (TND query, paged KV):
+// prefill, chunked prefill, prefix hits and decode in one call; GQA/MQA; causal aligned to the
+// end of each request's KV. Flash-style online softmax in float32 with register-blocked
+// 4-row x 16-column micro-kernels; bf16/fp16 caches are converted per element into float tiles.
+#include <algorithm>
+#include <limits>
+
+#include "common.h"
+#include "kernels.h"
+
+namespace ascend_ops {
+namespace {
+
+constexpr int64_t kRows = 4;     // query rows per micro-kernel
+constexpr int64_t kLanes = 16;   // keys / head-dim lanes per micro-kernel
+constexpr int64_t kQTile = 16;   // queries per work item
+
+inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+struct Work {
+  int64_t b, kh, q0, q1;
+};
+
+struct Shape {
+  int64_t hq, hk, d, dp, group, bs, bsp, bt_stride;
+  const int64_t *kcs, *vcs;
+  float scale;
+  bool causal;
+};
+
+// S[r][n] = sum_d Q[r][d] * KT[d][n] for 4 rows and 16 columns at a time.
+inline void scores(const float* q, const float* kt, float* s, int64_t rows_pad, int64_t dp,
+                   int64_t bsp, int64_t ncols) {
+  for (int64_t r0 = 0; r0 < rows_pad; r0 += kRows) {
+    const float* q0 = q + (r0 + 0) * dp;
+    const float* q1 = q + (r0 + 1) * dp;
+    const float* q2 = q + (r0 + 2) * dp;
+    const float* q3 = q + (r0 + 3) * dp;
+    for (int64_t n0 = 0; n0 < ncols; n0 += kLanes) {
+      float a0[kLanes] = {}, a1[kLanes] = {}, a2[kLanes] = {}, a3[kLanes] = {};
+      for (int64_t d = 0; d < dp; ++d) {
+        const float* k = kt + d * bsp + n0;
+        const float x0 = q0[d], x1 = q1[d], x2 = q2[d], x3 = q3[d];
+#pragma omp simd
+        for (int64_t j = 0; j < kLanes; ++j) {
+          a0[j] += x0 * k[j];
+          a1[j] += x1 * k[j];
+          a2[j] += x2 * k[j];
+          a3[j] += x3 * k[j];
+        }
+      }
+      for (int64_t j = 0; j < kLanes; ++j) {
+        s[(r0 + 0) * bsp + n0 + j] = a0[j];
+        s[(r0 + 1) * bsp + n0 + j] = a1[j];
+        s[(r0 + 2) * bsp + n0 + j] = a2[j];
+        s[(r0 + 3) * bsp + n0 + j] = a3[j];
+      }
+    }
+  }
+}
+
+// acc[r][:] += sum_n P[r][n] * V[n][:] for 4 rows and 16 head-dim lanes at a time.
+inline void accumulate(const float* p, const float* v, float* acc, int64_t rows_pad, int64_t dp,
+                       int64_t bsp, int64_t ncols) {
+  for (int64_t r0 = 0; r0 < rows_pad; r0 += kRows) {
+    for (int64_t d0 = 0; d0 < dp; d0 += kLanes) {
+      float c0[kLanes], c1[kLanes], c2[kLanes], c3[kLanes];
+      for (int64_t j = 0; j < kLanes; ++j) {
+        c0[j] = acc[(r0 + 0) * dp + d0 + j];
+        c1[j] = acc[(r0 + 1) * dp + d0 + j];
+        c2[j] = acc[(r0 + 2) * dp + d0 + j];
+        c3[j] = acc[(r0 + 3) * dp + d0 + j];
+      }
+      for (int64_t n = 0; n < ncols; ++n) {
+        const float* vv = v + n * dp + d0;
+        const float p0 = p[(r0 + 0) * bsp + n], p1 = p[(r0 + 1) * bsp + n];
+        const float p2 = p[(r0 + 2) * bsp + n], p3 = p[(r0 + 3) * bsp + n];
+#pragma omp simd
+        for (int64_t j = 0; j < kLanes; ++j) {
+          c0[j] += p0 * vv[j];
+          c1[j] += p1 * vv[j];
+          c2[j] += p2 * vv[j];
+          c3[j] += p3 * vv[j];
+        }
+      }
+      for (int64_t j = 0; j < kLanes; ++j) {
+        acc[(r0 + 0) * dp + d0 + j] = c0[j];
+        acc[(r0 + 1) * dp + d0 + j] = c1[j];
+        acc[(r0 + 2) * dp + d0 + j] = c2[j];
+        acc[(r0 + 3) * dp + d0 + j] = c3[j];
+      }
+    }
+  }
+}
+
+struct Buffers {
+  std::vector<float> q, kt, v, s, acc, m, l;
+  void resize(int64_t rows_pad, int64_t dp, int64_t bsp) {
+    q.assign(rows_pad * dp, 0.f);
+    kt.assign(dp * bsp, 0.f);
+    v.assign(bsp * dp, 0.f);
+    s.assign(rows_pad * bsp, 0.f);
+    acc.assign(rows_pad * dp, 0.f);
+    m.assign(rows_pad, 0.f);
+    l.assign(rows_pad, 0.f);
+  }
+};
+
+template <typename T>
+void run_work(const Work& w, const Shape& sh, const T* query, const T* kc, const T* vc,
+              const int32_t* bt, const int32_t* qsl, const int32_t* lens, T* out, Buffers& buf) {
+  const int64_t q_len = qsl[w.b + 1] - qsl[w.b];
+  const int64_t kv_len = lens[w.b];
+  const int64_t rows = (w.q1 - w.q0) * sh.group;
+  const int64_t rows_pad = round_up(rows, kRows);
+  const int64_t dp = sh.dp, bsp = sh.bsp, d = sh.d;
+  buf.resize(rows_pad, dp, bsp);
+  std::vector<int64_t> limit(rows_pad, 0);  // keys visible to each row
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t i = w.q0 + r / sh.group;
+    const int64_t h = w.kh * sh.group + r % sh.group;
+    const T* src = query + ((qsl[w.b] + i) * sh.hq + h) * d;
+    for (int64_t x = 0; x < d; ++x) buf.q[r * dp + x] = to_float(src[x]) * sh.scale;
+    limit[r] = sh.causal ? kv_len - q_len + i + 1 : kv_len;
+    buf.m[r] = -std::numeric_limits<float>::infinity();
+  }
+  const int64_t n_keys = *std::max_element(limit.begin(), limit.end());
+  const int32_t* row_bt = bt + w.b * sh.bt_stride;
+  for (int64_t base = 0; base < n_keys; base += sh.bs) {
+    const int64_t blk = row_bt[base / sh.bs];
+    const int64_t nvalid = std::min(sh.bs, n_keys - base);
+    const int64_t ncols = round_up(nvalid, kLanes);
+    const T* kb = kc + blk * sh.kcs[0] + w.kh * sh.kcs[2];
+    const T* vb = vc + blk * sh.vcs[0] + w.kh * sh.vcs[2];
+    for (int64_t n = 0; n < nvalid; ++n) {
+      const T* kr = kb + n * sh.kcs[1];
+      const T* vr = vb + n * sh.vcs[1];
+      for (int64_t x = 0; x < d; ++x) {
+        buf.kt[x * bsp + n] = to_float(kr[x * sh.kcs[3]]);
+        buf.v[n * dp + x] = to_float(vr[x * sh.vcs[3]]);
+      }
+    }
+    for (int64_t n = nvalid; n < ncols; ++n) {
+      for (int64_t x = 0; x < d; ++x) {
+        buf.kt[x * bsp + n] = 0.f;
+        buf.v[n * dp + x] = 0.f;
+      }
+    }
+    scores(buf.q.data(), buf.kt.data(), buf.s.data(), rows_pad, dp, bsp, ncols);
+    for (int64_t r = 0; r < rows_pad; ++r) {
+      float* s = buf.s.data() + r * bsp;
+      const int64_t nv = r < rows ? std::max<int64_t>(0, std::min(nvalid, limit[r] - base)) : 0;
+      if (nv == 0) {
+        for (int64_t n = 0; n < ncols; ++n) s[n] = 0.f;
+        continue;
+      }
+      float mx = buf.m[r];
+      for (int64_t n = 0; n < nv; ++n) mx = std::max(mx, s[n]);
+      const float corr = std::isinf(buf.m[r]) ? 0.f : fast_exp(buf.m[r] - mx);
+      float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+      for (int64_t n = 0; n < nv; ++n) {
+        s[n] = fast_exp(s[n] - mx);
+        sum += s[n];
+      }
+      for (int64_t n = nv; n < ncols; ++n) s[n] = 0.f;
+      buf.m[r] = mx;
+      buf.l[r] = buf.l[r] * corr + sum;
+      float* a = buf.acc.data() + r * dp;
+#pragma omp simd
+      for (int64_t x = 0; x < dp; ++x) a[x] *= corr;
+    }
+    accumulate(buf.s.data(), buf.v.data(), buf.acc.data(), rows_pad, dp, bsp, ncols);
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t i = w.q0 + r / sh.group;
+    const int64_t h = w.kh * sh.group + r % sh.group;
+    T* dst = out + ((qsl[w.b] + i) * sh.hq + h) * d;
+    const float inv = buf.l[r] > 0.f ? 1.0f / buf.l[r] : 0.f;
+    for (int64_t x = 0; x < d; ++x) dst[x] = from_float<T>(buf.acc[r * dp + x] * inv);
+  }
+}
+
+void validate(const int32_t* bt, const int32_t* qsl, const int32_t* lens, int64_t tokens,
+              int64_t batch, int64_t max_blocks, int64_t num_blocks, int64_t block_size) {
+  if (batch > 0 && qsl[0] != 0) bad_arg("query_start_loc must start at 0");
+  if (qsl[batch] != tokens)
+    bad_arg("query_start_loc must end at the token count " + std::to_string(tokens) + ", got " +
+            std::to_string(qsl[batch]));
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t q_len = int64_t(qsl[b + 1]) - qsl[b];
+    if (q_len < 0) bad_arg("query_start_loc must be non-decreasing");
+    if (lens[b] < q_len)
+      bad_arg("seq_lens[" + std::to_string(b) + "]=" + std::to_string(lens[b]) +
+              " must be >= its query length " + std::to_string(q_len));
+    const int64_t need = (int64_t(lens[b]) + block_size - 1) / block_size;
+    if (need > max_blocks)
+      bad_arg("seq_lens[" + std::to_string(b) + "] needs " + std::to_string(need) +
+              " blocks but block_table has " + std::to_string(max_blocks) + " columns");
+    for (int64_t j = 0; j < need; ++j) {
+      const int64_t id = bt[b * max_blocks + j];
+      if (id < 0 || id >= num_blocks)
+        bad_arg("block_table[" + std::to_string(b) + "][" + std::to_string(j) + "]=" +
+                std::to_string(id) + " is outside [0, " + std::to_string(num_blocks) +
+                ") (key_cache num_blocks)");
+    }
+  }
+}
+
+}  // namespace
+
+void paged_attention(uintptr_t query, uintptr_t key_cache, uintptr_t value_cache,
+                     uintptr_t block_table, uintptr_t query_start_loc, uintptr_t seq_lens,
+                     uintptr_t out, int64_t tokens, int64_t num_heads, int64_t num_kv_heads,
+                     int64_t head_dim, int64_t batch, int64_t max_blocks, int64_t num_blocks,
+                     int64_t block_size, const std::vector<int64_t>& kcs,
+                     const std::vector<int64_t>& vcs, double scale, bool causal, int dtype) {
+  if (kcs.size() != 4 || vcs.size() != 4) bad_arg("key_cache/value_cache: expected 4 strides");
+  if (num_kv_heads <= 0 || num_heads % num_kv_heads)
+    bad_arg("query heads must be a multiple of key_cache heads");
+  const int32_t* bt = ptr<const int32_t>(block_table);
+  const int32_t* qsl = ptr<const int32_t>(query_start_loc);
+  const int32_t* lens = ptr<const int32_t>(seq_lens);
+  validate(bt, qsl, lens, tokens, batch, max_blocks, num_blocks, block_size);
+  Shape sh{num_heads, num_kv_heads, head_dim, round_up(head_dim, kLanes),
+           num_heads / num_kv_heads, block_size, round_up(block_size, kLanes), max_blocks,
+           kcs.data(), vcs.data(), float(scale), causal};
+  std::vector<Work> work;
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t q_len = qsl[b + 1] - qsl[b];
+    for (int64_t q0 = 0; q0 < q_len; q0 += kQTile)
+      for (int64_t kh = 0; kh < num_kv_heads; ++kh)
+        work.push_back({b, kh, q0, std::min(q_len, q0 + kQTile)});
+  }
+  dispatch(dtype, "query", [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t n = int64_t(work.size());
+#pragma omp parallel if (n > 1)
+    {
+      Buffers buf;
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t i = 0; i < n; ++i)
+        run_work<T>(work[i], sh, ptr<const T>(query), ptr<const T>(key_cache),
+                    ptr<const T>(value_cache), bt, qsl, lens, ptr<T>(out), buf);
+    }
+  });
+}
+
+}  // namespace ascend_ops

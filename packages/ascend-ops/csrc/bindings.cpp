@@ -1,0 +1,36 @@
+// pybind11 bindings of ascend_ops._C. No libtorch: arguments are raw addresses, sizes, element
+// strides and dtype codes; std::invalid_argument surfaces in Python as ValueError.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "common.h"
+#include "kernels.h"
+
+namespace py = pybind11;
+using namespace ascend_ops;
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "ascend_ops native CPU kernels (pointer-based; called from ascend_ops._native)";
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const std::invalid_argument& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    }
+  });
+  auto nogil = py::call_guard<py::gil_scoped_release>();
+  m.def("rms_norm", &rms_norm, nogil);
+  m.def("add_rms_norm", &add_rms_norm, nogil);
+  m.def("swiglu", &swiglu, nogil);
+  m.def("rotary_embedding", &rotary_embedding, nogil);
+  m.def("reshape_and_cache", &reshape_and_cache, nogil);
+  m.def("paged_attention", &paged_attention, nogil);
+  m.def("num_threads", &num_threads, "OpenMP threads the kernels use");
+  m.attr("openmp") = py::bool_(
+#ifdef ASCEND_OPS_OPENMP
+      true
+#else
+      false
+#endif
+  );
+}

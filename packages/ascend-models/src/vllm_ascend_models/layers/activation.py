@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import ascend_ops
 import torch
 from vllm.model_executor.layers.activation import SiluAndMul
-
-import ascend_ops
 
 
 class AscendSiluAndMul(SiluAndMul):

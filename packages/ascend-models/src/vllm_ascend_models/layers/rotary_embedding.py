@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import importlib
 
-import torch
-
 import ascend_ops
+import torch
 
 
 class AscendRopeMixin:

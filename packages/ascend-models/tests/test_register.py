@@ -1,0 +1,132 @@
+"""register(): idempotence, what it registers, conflicts, vLLM version range, custom_ops helper."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from vllm import ir
+from vllm.model_executor.custom_op import op_registry, op_registry_oot
+
+import vllm_ascend_models
+from vllm_ascend_models import _custom_ops
+from vllm_ascend_models._version_check import check_vllm_version, parse_release
+
+# The upstream CustomOp classes Llama/Qwen2/Qwen3 use and vLLM's registered names for them
+# (vllm/model_executor/layers/activation.py and rotary_embedding/base.py, vLLM 0.32).
+EXPECTED_SLOTS = {
+    "SiluAndMul": "silu_and_mul",
+    "RotaryEmbedding": "rotary_embedding",
+    "Llama3RotaryEmbedding": "rotary_embedding",
+    "YaRNScalingRotaryEmbedding": "rotary_embedding",
+}
+
+
+def _snapshot():
+    return (
+        dict(op_registry_oot),
+        dict(ir.ops.rms_norm.impls),
+        dict(ir.ops.fused_add_rms_norm.impls),
+    )
+
+
+def test_register_is_idempotent():
+    assert vllm_ascend_models.is_registered()
+    before = _snapshot()
+    vllm_ascend_models.register()
+    vllm_ascend_models.register()
+    assert _snapshot() == before
+    # Also idempotent below the process-wide flag (the pieces check vLLM's registries).
+    assert _custom_ops.register_custom_ops() == []
+    from vllm_ascend_models import ir_kernels
+
+    ir_kernels.register_ir_kernels()
+    assert _snapshot() == before
+
+
+def test_slots_hold_our_classes_under_upstream_names():
+    for slot, custom_ops_name in EXPECTED_SLOTS.items():
+        ours = op_registry_oot[slot]
+        assert ours.__module__.startswith("vllm_ascend_models.")
+        assert ours.__mro__[1].__name__ == slot or ours.__mro__[2].__name__ == slot
+        # custom_ops directives use the name vLLM registered the upstream op under.
+        assert ours.name == custom_ops_name
+        assert custom_ops_name in op_registry
+
+
+def test_conflicting_plugin_is_an_error(monkeypatch):
+    class OtherPluginSiluAndMul:
+        pass
+
+    monkeypatch.setitem(op_registry_oot, "SiluAndMul", OtherPluginSiluAndMul)
+    with pytest.raises(RuntimeError, match="SiluAndMul.*already replaced"):
+        _custom_ops.register_custom_ops()
+
+
+@pytest.mark.parametrize("version", ["0.32.0", "0.32.3+cpu", "0.32.1rc1"])
+def test_supported_versions_pass(version):
+    assert check_vllm_version(version) == version
+
+
+@pytest.mark.parametrize("version", ["0.31.2", "0.33.0", "1.32.0"])
+def test_unsupported_versions_name_the_fix(version):
+    with pytest.raises(RuntimeError, match=r"supports vLLM 0\.32\.x.*install vLLM 0\.32"):
+        check_vllm_version(version)
+
+
+def test_installed_vllm_is_in_range():
+    import vllm
+
+    assert check_vllm_version() == vllm.__version__
+
+
+def test_register_refuses_wrong_vllm(monkeypatch):
+    import vllm
+
+    monkeypatch.setattr(vllm, "__version__", "0.30.0")
+    monkeypatch.setattr(vllm_ascend_models, "_registered", False)
+    with pytest.raises(RuntimeError, match="0.30.0"):
+        vllm_ascend_models.register()
+
+
+def test_parse_release():
+    assert parse_release("0.32.0+cpu") == (0, 32, 0)
+    assert parse_release("0.32") == (0, 32, 0)
+    with pytest.raises(ValueError, match="version"):
+        parse_release("dev")
+
+
+class _CC:
+    def __init__(self, custom_ops):
+        self.custom_ops = custom_ops
+
+
+def test_enable_custom_ops_adds_our_ops_once():
+    cc = _CC(["none"])
+    assert vllm_ascend_models.enable_custom_ops(cc) == ["+silu_and_mul", "+rotary_embedding"]
+    assert vllm_ascend_models.enable_custom_ops(cc) == []
+    assert cc.custom_ops == ["none", "+silu_and_mul", "+rotary_embedding"]
+
+
+def test_enable_custom_ops_respects_explicit_disable(caplog):
+    cc = _CC(["all", "-silu_and_mul"])
+    with caplog.at_level(logging.WARNING, logger="vllm.ascend.models"):
+        added = vllm_ascend_models.enable_custom_ops(cc)
+    assert added == ["+rotary_embedding"]
+    assert "-silu_and_mul" in cc.custom_ops and "+silu_and_mul" not in cc.custom_ops
+    assert any("-silu_and_mul" in r.getMessage() for r in caplog.records)
+
+
+def test_enable_custom_ops_on_a_real_config_turns_ours_on(vllm_context, oot_platform):
+    """Inductor's default 'none' would switch our ops off; the helper switches them back on."""
+    from vllm.model_executor.layers.activation import SiluAndMul
+
+    from vllm_ascend_models.layers.activation import AscendSiluAndMul
+
+    with vllm_context(["none"]) as cfg:
+        vllm_ascend_models.enable_custom_ops(cfg.compilation_config)
+        assert cfg.compilation_config.is_custom_op_enabled("silu_and_mul")
+        assert cfg.compilation_config.is_custom_op_enabled("rotary_embedding")
+        layer = SiluAndMul()
+    assert isinstance(layer, AscendSiluAndMul)
+    assert layer._forward_method == layer.forward_oot

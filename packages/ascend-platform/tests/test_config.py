@@ -1,0 +1,112 @@
+"""``additional_config`` parsing (case C-18 (a)-(c)).
+
+Expected keys, defaults and types come from issue 3's field list; the upstream keys
+come from vLLM 0.32's ``EngineArgs.create_engine_config`` (vllm/engine/arg_utils.py),
+which writes gdn_prefill_backend / kda_prefill_backend / kda_decode_backend.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from vllm_ascend_platform import config as cfg
+from vllm_ascend_platform.config import AscendConfigError, parse_additional_config
+
+
+def test_defaults_from_empty_and_none():
+    for raw in ({}, None):
+        c = parse_additional_config(raw)
+        assert c.enable_weight_nz is False
+        cc = c.ascend_compilation_config
+        assert (cc.fuse_add_rms_norm, cc.fuse_swiglu, cc.fuse_qk_norm_rope,
+                cc.fuse_rope_kv_cache, cc.graph_budget) == (True, True, True, True, None)
+
+
+def test_valid_values_are_taken():
+    c = parse_additional_config(
+        {"ascend_compilation_config": {"fuse_swiglu": False, "graph_budget": 24}})
+    assert c.ascend_compilation_config.fuse_swiglu is False
+    assert c.ascend_compilation_config.graph_budget == 24
+    assert c.ascend_compilation_config.fuse_add_rms_norm is True
+
+
+def test_upstream_keys_written_by_vllm_are_the_ones_we_pass():
+    import vllm.engine.arg_utils as arg_utils
+
+    source = Path(arg_utils.__file__).read_text()
+    written = set(re.findall(r'self\.additional_config\["(\w+)"\]', source))
+    assert written == set(cfg.UPSTREAM_KEYS)
+
+
+def test_upstream_keys_pass_and_supported_values_stay():
+    raw = {"kda_prefill_backend": "auto", "kda_decode_backend": "native"}
+    c = parse_additional_config(raw)
+    assert c == cfg.AscendConfig()
+    assert raw == {"kda_prefill_backend": "auto", "kda_decode_backend": "native"}
+
+
+def test_upstream_unsupported_values_warn_and_fall_back(caplog):
+    raw = {"gdn_prefill_backend": "triton", "kda_decode_backend": "flashinfer",
+           "kda_prefill_backend": "auto"}
+    with caplog.at_level(logging.WARNING, logger="vllm.ascend"):
+        parse_additional_config(raw)
+    assert raw == {"kda_prefill_backend": "auto"}  # dropped: vLLM picks its default
+    text = caplog.text
+    assert "gdn_prefill_backend='triton'" in text and "--gdn-prefill-backend" in text
+    assert "kda_decode_backend='flashinfer'" in text
+
+
+@pytest.mark.parametrize("raw,key,closest", [
+    ({"enable_weigth_nz": True}, "enable_weigth_nz", "enable_weight_nz"),
+    ({"ascend_compilaton_config": {}}, "ascend_compilaton_config", "ascend_compilation_config"),
+    ({"ascend_compilation_config": {"fuse_swigl": True}}, "fuse_swigl", "fuse_swiglu"),
+    ({"ascend_compilation_config": {"graph_budjet": 4}}, "graph_budjet", "graph_budget"),
+])
+def test_misspelled_key_names_key_and_closest(raw, key, closest):
+    with pytest.raises(AscendConfigError) as err:
+        parse_additional_config(raw)
+    msg = str(err.value)
+    assert repr(key) in msg and f"did you mean {closest!r}" in msg
+
+
+def test_unrelated_key_lists_valid_keys():
+    with pytest.raises(AscendConfigError, match="unknown key 'zzz'.*valid keys: "
+                       "ascend_compilation_config, enable_weight_nz"):
+        parse_additional_config({"zzz": 1})
+
+
+@pytest.mark.parametrize("raw,key,expected", [
+    ({"enable_weight_nz": "true"}, "enable_weight_nz", "JSON boolean"),
+    ({"enable_weight_nz": 1}, "enable_weight_nz", "JSON boolean"),
+    ({"enable_weight_nz": {"a": 1}}, "enable_weight_nz", "JSON boolean"),
+    ({"ascend_compilation_config": {"fuse_swiglu": "false"}},
+     "ascend_compilation_config.fuse_swiglu", "JSON boolean"),
+    ({"ascend_compilation_config": {"graph_budget": "8"}},
+     "ascend_compilation_config.graph_budget", "JSON integer or null"),
+    ({"ascend_compilation_config": {"graph_budget": {"x": 1}}},
+     "ascend_compilation_config.graph_budget", "JSON integer or null"),
+    ({"ascend_compilation_config": True}, "ascend_compilation_config", "JSON object"),
+])
+def test_wrong_type_names_key_and_expected_type(raw, key, expected):
+    with pytest.raises(AscendConfigError) as err:
+        parse_additional_config(raw)
+    msg = str(err.value)
+    assert repr(key) in msg and expected in msg
+
+
+def test_non_dict_additional_config_refused():
+    with pytest.raises(AscendConfigError, match="JSON object"):
+        parse_additional_config(["enable_weight_nz"])
+
+
+def test_init_and_get(monkeypatch):
+    monkeypatch.setattr(cfg, "_current", None)
+    with pytest.raises(RuntimeError, match="init_ascend_config"):
+        cfg.get_ascend_config()
+    c = cfg.init_ascend_config(SimpleNamespace(additional_config={"enable_weight_nz": False}))
+    assert cfg.get_ascend_config() is c

@@ -1,0 +1,61 @@
+"""Refused features (issue 3 item 2): each named at start-up, with what to change.
+
+Field names checked against vLLM 0.32's VllmConfig / ModelConfig (vllm/config/*.py).
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from vllm_ascend_platform.config import AscendConfig
+from vllm_ascend_platform.features import UnsupportedFeatureError, check_features
+
+
+def _cfg(**over):
+    model = SimpleNamespace(multimodal_config=None, enable_sleep_mode=False)
+    base = dict(model_config=model, lora_config=None, speculative_config=None,
+                kv_transfer_config=None, ec_transfer_config=None)
+    for key in ("multimodal_config", "enable_sleep_mode"):
+        if key in over:
+            setattr(model, key, over.pop(key))
+    base.update(over)
+    return SimpleNamespace(**base)
+
+
+def test_plain_config_passes():
+    check_features(_cfg(), AscendConfig())
+    check_features(SimpleNamespace(model_config=None), AscendConfig())  # VllmConfig() default
+
+
+@pytest.mark.parametrize("over,ascend,feature", [
+    ({}, {"enable_weight_nz": True}, "FRACTAL_NZ"),
+    ({"lora_config": object()}, {}, "LoRA"),
+    ({"speculative_config": object()}, {}, "speculative decoding"),
+    ({"kv_transfer_config": object()}, {}, "KV connectors"),
+    ({"multimodal_config": SimpleNamespace(language_model_only=False)}, {}, "multimodal"),
+    ({"enable_sleep_mode": True}, {}, "sleep mode"),
+])
+def test_each_feature_refused_by_name(over, ascend, feature):
+    with pytest.raises(UnsupportedFeatureError, match=feature):
+        check_features(_cfg(**over), AscendConfig(**ascend))
+
+
+def test_language_model_only_multimodal_is_allowed():
+    check_features(_cfg(multimodal_config=SimpleNamespace(language_model_only=True)), AscendConfig())
+
+
+def test_all_refusals_listed_together():
+    with pytest.raises(UnsupportedFeatureError) as err:
+        check_features(_cfg(lora_config=1, enable_sleep_mode=True), AscendConfig())
+    assert "LoRA" in str(err.value) and "sleep mode" in str(err.value)
+
+
+def test_real_vllm_config_fields_exist():
+    from vllm.config import ModelConfig, VllmConfig
+
+    fields = set(VllmConfig.__dataclass_fields__)
+    assert {"lora_config", "speculative_config", "kv_transfer_config",
+            "ec_transfer_config", "additional_config"} <= fields
+    assert "enable_sleep_mode" in ModelConfig.__dataclass_fields__

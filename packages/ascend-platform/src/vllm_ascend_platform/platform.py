@@ -139,6 +139,14 @@ class NPUPlatform(Platform):
                 logger.warning("Unknown vLLM environment variable detected: %s", name)
 
     @classmethod
+    def check_if_supports_dtype(cls, dtype: torch.dtype) -> None:
+        """Raise for dtypes neither the NPU operators nor the CPU kernels handle."""
+        if dtype not in (torch.float32, torch.bfloat16, torch.float16):
+            raise ValueError(
+                f"dtype {dtype} is not supported on Ascend; use float32, bfloat16 or float16."
+            )
+
+    @classmethod
     def check_max_model_len(cls, max_model_len: int) -> int:
         return max_model_len
 
@@ -198,23 +206,20 @@ class NPUPlatform(Platform):
 
     @classmethod
     def import_ir_kernels(cls) -> None:
-        """Import vLLM's built-in IR kernels, then ours (ascend-models layer) if installed."""
+        """Import vLLM's built-in IR kernels, then ours (the ascend-models layer)."""
         import vllm.kernels  # noqa: F401
 
-        from vllm_ascend_platform.layers import import_optional
+        from vllm_ascend_platform.layers import require_layer
 
-        import_optional("vllm_ascend_models.ir_kernels")
+        require_layer("vllm_ascend_models", "models")
+        require_layer("vllm_ascend_models.ir_kernels", "models")
 
     @classmethod
     def get_default_ir_op_priority(cls, vllm_config: VllmConfig) -> Any:
-        """Prefer the ascend-models IR kernels when that layer is installed."""
-        from vllm_ascend_platform.layers import import_optional
+        """Put the ascend-models IR kernels (rms_norm, fused_add_rms_norm) first."""
+        from vllm_ascend_platform.layers import require_layer
 
-        models = import_optional("vllm_ascend_models")
-        hook = getattr(models, "default_ir_op_priority", None) if models else None
-        if hook is not None:
-            return hook(vllm_config)
-        return super().get_default_ir_op_priority(vllm_config)
+        return require_layer("vllm_ascend_models", "models").default_ir_op_priority(vllm_config)
 
     @classmethod
     def register_triton_kernel_overrides(cls) -> None:

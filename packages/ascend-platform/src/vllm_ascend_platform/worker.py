@@ -8,6 +8,8 @@ Built on ``vllm.v1.worker.gpu_worker.Worker`` (the vLLM 0.32 worker interface:
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 from vllm.config import set_current_vllm_config
 from vllm.logger import init_logger
@@ -47,6 +49,10 @@ class NPUWorker(Worker):
         set_random_seed(self.model_config.seed)
         init_workspace_manager(self.device, 1)
         self.model_runner = NPUModelRunner(self.vllm_config, self.device)
+
+    def _maybe_get_memory_pool_context(self, tag: str) -> contextlib.AbstractContextManager:
+        # Sleep mode (the tagged memory pool) is refused at start-up on Ascend for now.
+        return contextlib.nullcontext()
 
     def load_model(self, *, load_dummy_weights: bool = False) -> None:
         """Load weights; in emulation keep the host's torch threads (they are the device)."""

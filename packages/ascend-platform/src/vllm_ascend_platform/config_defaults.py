@@ -60,13 +60,27 @@ def _scheduling(vllm_config: VllmConfig) -> None:
 
 
 def _execution_mode(vllm_config: VllmConfig) -> None:
+    """Graph/compile settings: delegated to the graph layer when it is installed.
+
+    ``vllm_ascend_graph.configure(vllm_config)`` (ACL graph capture sizes, compile
+    backend, fusion passes) owns these settings; without that layer we run eager
+    and say so once.
+    """
+    from vllm_ascend_platform.layers import import_optional
+
+    graph = import_optional("vllm_ascend_graph")
+    configure = getattr(graph, "configure", None) if graph else None
+    if configure is not None:
+        configure(vllm_config)
+        return
     from vllm.config import CompilationMode, CUDAGraphMode
 
     comp = vllm_config.compilation_config
     model = vllm_config.model_config
     if model is not None and not model.enforce_eager:
         logger.warning_once(
-            "ACL graph capture and the Ascend compile backend are not built yet: running eager."
+            "ACL graph capture and the Ascend compile backend are not installed "
+            "(vllm-ascend-graph): running eager."
         )
     comp.mode = CompilationMode.NONE
     comp.cudagraph_mode = CUDAGraphMode.NONE

@@ -1,0 +1,114 @@
+"""``vllm-ascend doctor`` (issue 3 item 5, case C-21 (c)).
+
+Runs in subprocesses so the environment (VLLM_PLUGINS, VLLM_ASCEND_EMULATE, the
+installed packages) is the one a user has. One test builds a venv without vLLM
+or torch and checks doctor still runs and names what is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+SITE = Path(sysconfig.get_paths()["purelib"])
+
+
+def _doctor(env_over: dict[str, str | None], *args: str, python: str = sys.executable):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("VLLM_ASCEND", "VLLM_PLUGINS"))}
+    env.update({k: v for k, v in env_over.items() if v is not None})
+    code = "import sys; from vllm_ascend_platform.doctor import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run([python, "-c", code, *args], capture_output=True, text=True,
+                          env=env, timeout=240)
+
+
+def test_emulation_report_is_ok():
+    proc = _doctor({"VLLM_ASCEND_EMULATE": "1"}, "--json")
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    import torch
+    import vllm
+
+    assert report["mode"] == "emulation"
+    assert report["versions"]["vllm"] == vllm.__version__
+    assert report["versions"]["torch"] == torch.__version__
+    assert report["versions"]["torch_npu"] is None
+    assert report["devices"] and "emulated" in report["devices"][0]
+    layers = {entry["dist"]: entry for entry in report["layers"]}
+    assert set(layers) == {"ascend-ops", "vllm-ascend-platform", "vllm-ascend-attention",
+                           "vllm-ascend-models", "vllm-ascend-comm", "vllm-ascend-graph"}
+    assert layers["vllm-ascend-platform"]["version"] == "0.1.0" and layers["vllm-ascend-platform"]["ok"]
+    assert "ascend" in report["plugins"]["would_load"]["vllm.platform_plugins"]
+    assert report["problems"] == []
+
+
+def test_text_report_sections():
+    proc = _doctor({"VLLM_ASCEND_EMULATE": "1"})
+    out = proc.stdout
+    for heading in ("mode:      emulation", "versions:  vllm ", "layers:", "plugins:",
+                    "patches:", "result:    OK"):
+        assert heading in out, out
+    assert "vllm.platform_plugins: ascend -> vllm_ascend:register [loads]" in out
+
+
+def test_empty_vllm_plugins_says_nothing_loads_and_fails():
+    proc = _doctor({"VLLM_ASCEND_EMULATE": "1", "VLLM_PLUGINS": ""})
+    assert proc.returncode == 1
+    assert "vLLM loads no plugin at all" in proc.stdout and "emulation) cannot run" in proc.stdout
+    assert "vllm.platform_plugins: ascend -> vllm_ascend:register [skipped]" in proc.stdout
+
+
+def test_platform_without_layers_plugin_fails():
+    proc = _doctor({"VLLM_ASCEND_EMULATE": "1", "VLLM_PLUGINS": "ascend"})
+    assert proc.returncode == 1
+    assert "'ascend_layers' will not load" in proc.stdout
+
+
+def test_misspelled_plugin_named():
+    proc = _doctor({"VLLM_ASCEND_EMULATE": "1", "VLLM_PLUGINS": "ascend,ascend_layers,ascnd"})
+    assert proc.returncode == 1
+    assert "VLLM_PLUGINS names 'ascnd'" in proc.stdout
+
+
+def test_inactive_without_signal_is_not_an_error():
+    proc = _doctor({})
+    assert proc.returncode == 0
+    assert "mode:      inactive" in proc.stdout and "VLLM_ASCEND_EMULATE=1" in proc.stdout
+
+
+def _link(dst: Path, names: list[str]) -> None:
+    for name in names:
+        for src in SITE.glob(name):
+            (dst / src.name).symlink_to(src)
+
+
+@pytest.fixture(scope="module")
+def venv_without_vllm(tmp_path_factory) -> str:
+    root = tmp_path_factory.mktemp("novllm")
+    subprocess.run([sys._base_executable, "-m", "venv", "--without-pip", str(root)], check=True)
+    site = next(root.glob("lib/python*/site-packages"))
+    # only the platform's own declared dependencies (and theirs) plus our editable installs
+    _link(site, ["pydantic", "pydantic-*.dist-info", "pydantic_core", "pydantic_core-*.dist-info",
+                 "annotated_types*", "typing_extensions*", "typing_inspection*", "packaging",
+                 "packaging-*.dist-info", "psutil", "psutil-*.dist-info",
+                 "vllm_ascend_platform-*.dist-info", "ascend_ops-*.dist-info",
+                 "vllm_ascend-*.dist-info", "_editable_impl_vllm_ascend.pth",
+                 "_editable_impl_vllm_ascend_platform.pth"])
+    return str(root / "bin" / "python")
+
+
+def test_runs_in_a_venv_without_vllm(venv_without_vllm):
+    check = subprocess.run([venv_without_vllm, "-c", "import vllm"], capture_output=True)
+    assert check.returncode != 0  # the venv really has no vLLM
+    proc = _doctor({"VLLM_ASCEND_EMULATE": "1"}, python=venv_without_vllm)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "vllm not installed" in proc.stdout
+    assert "PROBLEM:   vLLM is not installed: install vllm 0.32.x" in proc.stdout
+    assert "PROBLEM:   torch is not installed" in proc.stdout
+    assert "Traceback" not in proc.stderr

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import socket
 
+import _comm_worker
 import pytest
 import torch.multiprocessing as mp
-
-import _comm_worker
 
 CASES = [
     "_device_is_plain_cpu",

@@ -15,7 +15,6 @@ import zipfile
 
 import pytest
 import torch
-
 from vllm_ascend_comm import hccl
 
 HEADER_DIR = "torch_npu/include/third_party/hccl/inc/hccl/"
@@ -121,7 +120,7 @@ def test_prototype_matches_header(headers, spec):
     ret, args = protos[spec.name]
     assert C_TO_CTYPES[ret] == spec.restype, (spec.name, ret)
     assert len(args) == len(spec.argtypes), (spec.name, args)
-    for i, (c_type, ct) in enumerate(zip(args, spec.argtypes)):
+    for i, (c_type, ct) in enumerate(zip(args, spec.argtypes, strict=True)):
         assert c_type in C_TO_CTYPES, f"{spec.name} arg {i}: unmapped C type {c_type!r}"
         assert C_TO_CTYPES[c_type] == ct, f"{spec.name} arg {i}: header {c_type!r}, binding {ct}"
 

@@ -17,7 +17,6 @@ import zipfile
 
 import pytest
 import torch
-
 from test_hccl_binding import FETCH, HEADER_DIR, _wheel
 from vllm_ascend_comm import hccl
 

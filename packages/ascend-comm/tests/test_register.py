@@ -8,7 +8,6 @@ from datetime import timedelta
 import pytest
 import torch
 import torch.distributed as dist
-
 import vllm_ascend_comm
 from vllm_ascend_comm._version_check import check_vllm_version, parse_release
 from vllm_ascend_comm.stateless import stateless_init_device_torch_dist_pg
@@ -44,7 +43,6 @@ def test_parse_release_forms():
 
 def test_communicator_name_resolves():
     from vllm.utils.import_utils import resolve_obj_by_qualname
-
     from vllm_ascend_comm.communicator import NPUCommunicator
 
     assert resolve_obj_by_qualname(vllm_ascend_comm.COMMUNICATOR_CLS) is NPUCommunicator

@@ -1,0 +1,40 @@
+"""Parsing of our environment variables."""
+
+from __future__ import annotations
+
+import pytest
+
+from vllm_ascend_platform import envs
+
+
+@pytest.mark.parametrize("text,value", [("8GiB", 8 << 30), ("512MiB", 512 << 20), ("1024", 1024),
+                                        ("1.5g", int(1.5 * (1 << 30)))])
+def test_parse_bytes(text, value):
+    assert envs.parse_bytes(text, "X") == value
+
+
+@pytest.mark.parametrize("text", ["", "eight", "-1GiB", "0", "3 parsecs"])
+def test_parse_bytes_rejects(text):
+    with pytest.raises(ValueError, match="X="):
+        envs.parse_bytes(text, "X")
+
+
+def test_emulated_memory_default_and_cap(monkeypatch):
+    monkeypatch.delenv("VLLM_ASCEND_EMULATE_DEVICE_MEMORY", raising=False)
+    assert 0 < envs.emulated_device_memory() <= 8 << 30
+    monkeypatch.setenv("VLLM_ASCEND_EMULATE_DEVICE_MEMORY", "100TiB")
+    with pytest.raises(ValueError, match="VLLM_ASCEND_EMULATE_DEVICE_MEMORY"):
+        envs.emulated_device_memory()
+    monkeypatch.setenv("VLLM_ASCEND_EMULATE_DEVICE_MEMORY", "100000GiB")
+    with pytest.raises(ValueError, match="half of this host"):
+        envs.emulated_device_memory()
+
+
+def test_emulate_flag(monkeypatch):
+    monkeypatch.setenv("VLLM_ASCEND_EMULATE", "1")
+    assert envs.emulate()
+    monkeypatch.setenv("VLLM_ASCEND_EMULATE", "0")
+    assert not envs.emulate()
+    monkeypatch.setenv("VLLM_ASCEND_EMULATE", "maybe")
+    with pytest.raises(ValueError, match="VLLM_ASCEND_EMULATE"):
+        envs.emulate()

@@ -37,10 +37,10 @@ import os
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import nox
+import tomllib
 
 ROOT = Path(__file__).resolve().parent
 PACKAGES = ROOT / "packages"
@@ -59,6 +59,7 @@ COMMON_ENV = {
     "HF_HUB_OFFLINE": "1",  # never reach a model hub
     "HYPOTHESIS_PROFILE": "ci",  # packages register a bounded "ci" profile
     "PYTHONDONTWRITEBYTECODE": "1",
+    "OMP_WAIT_POLICY": "PASSIVE",  # spinning OpenMP workers crawl on a busy 2-core box
 }
 
 
@@ -154,7 +155,8 @@ def tests(session: nox.Session, folder: str) -> None:
 def e2e(session: nox.Session) -> None:
     """End-to-end: vLLM + plugin (emulation) vs HF transformers on SmolLM2-135M-Instruct."""
     _require_prepared_venv(session)
-    env = {**COMMON_ENV, "VLLM_ASCEND_EMULATE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+    env = {**COMMON_ENV, "VLLM_ASCEND_EMULATE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+           "VLLM_TARGET_DEVICE": None}  # None: removed (it would bypass platform plugins)
     session.run(str(VENV_PY), "-m", "pytest", str(ROOT / "tests" / "e2e"), "-p",
                 "no:cacheprovider", "-v", "--timeout=1800", *session.posargs, env=env,
                 external=True)

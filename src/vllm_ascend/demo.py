@@ -54,6 +54,7 @@ def server_env() -> dict[str, str]:
     env.setdefault("VLLM_ASCEND_EMULATE_DEVICE_MEMORY", "4GiB")
     env["HF_HUB_OFFLINE"] = "1"
     env.setdefault("OMP_NUM_THREADS", str(os.cpu_count() or 1))
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # spinning OpenMP workers crawl on a busy box
     return env
 
 

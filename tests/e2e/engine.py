@@ -1,0 +1,43 @@
+"""Build, drive and tear down a vLLM engine for the e2e tests (one per test module)."""
+
+from __future__ import annotations
+
+import gc
+
+from prompts import NEW_TOKENS
+
+
+def make_llm(model_path: str, **overrides):
+    """A vLLM engine on the checkpoint with the parity settings (float32, eager, seed 0)."""
+    from vllm import LLM
+
+    kwargs = dict(model=model_path, dtype="float32", max_model_len=1024, enforce_eager=True,
+                  gpu_memory_utilization=0.5, seed=0, enable_prefix_caching=True)
+    kwargs.update(overrides)
+    return LLM(**kwargs)
+
+
+def close_llm(llm) -> None:
+    """Shut the engine down so the next module can build its own in this process."""
+    from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
+
+    engine = getattr(llm, "llm_engine", None)
+    if engine is not None and hasattr(engine, "engine_core"):
+        engine.engine_core.shutdown()
+    del llm
+    gc.collect()
+    cleanup_dist_env_and_memory()
+
+
+def greedy_params(n: int = NEW_TOKENS):
+    from vllm import SamplingParams
+
+    return SamplingParams(temperature=0.0, max_tokens=n, ignore_eos=True, logprobs=5, seed=0)
+
+
+def generate_ids(llm, prompts: list[list[int]], n: int = NEW_TOKENS):
+    """RequestOutputs for token-id prompts, in prompt order."""
+    from vllm.inputs import TokensPrompt
+
+    return llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], greedy_params(n),
+                        use_tqdm=False)

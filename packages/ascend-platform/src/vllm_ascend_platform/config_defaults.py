@@ -49,14 +49,12 @@ def _install_worker(vllm_config: VllmConfig) -> None:
 
 
 def _scheduling(vllm_config: VllmConfig) -> None:
-    sched = vllm_config.scheduler_config
-    if envs.emulate() and sched.async_scheduling:
-        # vLLM's async output copy needs device streams/events; CPU emulation has none.
-        logger.warning_once(
-            "Async scheduling is turned off in CPU emulation mode (no device streams to "
-            "overlap with); the scheduler runs synchronously."
-        )
-        sched.async_scheduling = False
+    """Async scheduling (vLLM 0.32's default) is supported: the runner routes its
+    stream/event calls through ``ascend_ops.device``. Logged once for visibility."""
+    logger.info_once(
+        "Async scheduling is %s.",
+        "on" if vllm_config.scheduler_config.async_scheduling else "off",
+    )
 
 
 def _execution_mode(vllm_config: VllmConfig) -> None:

@@ -28,53 +28,31 @@ from vllm_ascend_platform import envs
 logger = init_logger("vllm.ascend.model_runner")
 
 
-class _HostEvent:
-    """Stand-in for ``torch.Event`` where the device is the host: work is already done."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    def record(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    def synchronize(self) -> None:
-        pass
-
-    def wait(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    def query(self) -> bool:
-        return True
-
-
-class _HostStream:
-    """Stand-in for ``torch.cuda.Stream`` in emulation (one in-order host queue)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.device = torch.device("cpu")
-
-    def wait_stream(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    def synchronize(self) -> None:
-        pass
-
-
 @contextlib.contextmanager
 def _device_stream_api() -> Iterator[None]:
-    """Route the CUDA stream/event classes GPUModelRunner builds to our device seam."""
-    if envs.emulate():
-        event_cls, stream_cls = _HostEvent, _HostStream
-    else:
-        from ascend_ops import device
+    """Route the CUDA stream/event API that GPUModelRunner calls to ``ascend_ops.device``.
 
-        event_cls, stream_cls = device.Event, device.Stream
-    saved = (torch.Event, torch.cuda.Stream, torch.cuda.Event)
+    GPUModelRunner names ``torch.cuda.Stream``/``Event``/``current_stream``/``stream``
+    and ``torch.Event`` directly (async output copies, async scheduling). For the
+    duration of our runner's own calls these resolve to the device seam: torch.npu
+    streams in NPU mode, host stand-ins in emulation (every op has completed when
+    it returns). vLLM's CPU runner applies the same substitution around its
+    constructor; it is scoped, not a lasting patch of torch.
+    """
+    from ascend_ops import device
+
+    names = ("Stream", "Event", "current_stream", "stream")
+    saved_event = torch.Event
+    saved = {name: getattr(torch.cuda, name) for name in names}
     try:
-        torch.Event, torch.cuda.Stream, torch.cuda.Event = event_cls, stream_cls, event_cls
+        torch.Event = device.Event
+        for name in names:
+            setattr(torch.cuda, name, getattr(device, name))
         yield
     finally:
-        torch.Event, torch.cuda.Stream, torch.cuda.Event = saved
+        torch.Event = saved_event
+        for name, value in saved.items():
+            setattr(torch.cuda, name, value)
 
 
 def _host_accelerator_noops() -> None:
@@ -136,6 +114,14 @@ class NPUModelRunner(GPUModelRunner):
             from ascend_ops import device
 
             device.synchronize()
+
+    def execute_model(self, *args: Any, **kwargs: Any) -> Any:
+        with _device_stream_api():
+            return super().execute_model(*args, **kwargs)
+
+    def sample_tokens(self, *args: Any, **kwargs: Any) -> Any:
+        with _device_stream_api():
+            return super().sample_tokens(*args, **kwargs)
 
     def _to_list(self, sampled_token_ids: torch.Tensor) -> list[list[int]]:
         if self.emulated:

@@ -25,7 +25,7 @@ void reshape_and_cache(uintptr_t key, uintptr_t value, uintptr_t key_cache, uint
     const T* v = ptr<const T>(value);
     T* kc = ptr<T>(key_cache);
     T* vc = ptr<T>(value_cache);
-    const bool par = tokens * kv_heads * head_dim > 65536;
+    const bool par = tokens * kv_heads * head_dim >= (1 << 20);
 #pragma omp parallel for schedule(static) if (par)
     for (int64_t t = 0; t < tokens; ++t) {
       const int64_t s = slots[t];

@@ -8,10 +8,12 @@ namespace {
 template <typename T, typename W>
 void rms_norm_rows(const T* x, const W* w, T* out, int64_t rows, int64_t h, float eps,
                    const T* residual, T* new_residual) {
-  const bool par = rows * h > 16384 && rows > 1;
-#pragma omp parallel for schedule(static) if (par)
+  const bool par = rows * h >= (1 << 20) && rows > 1;  // fork only when it pays
+#pragma omp parallel if (par)
+  {
+  std::vector<float> buf(h);
+#pragma omp for schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
-    std::vector<float> buf(h);
     const T* xr = x + r * h;
     float ss = 0.f;
     if (residual) {
@@ -30,6 +32,7 @@ void rms_norm_rows(const T* x, const W* w, T* out, int64_t rows, int64_t h, floa
     const float rstd = 1.0f / std::sqrt(ss / float(h) + eps);
     T* o = out + r * h;
     for (int64_t i = 0; i < h; ++i) o[i] = from_float<T>(buf[i] * rstd * to_float(w[i]));
+  }
   }
 }
 
@@ -66,15 +69,16 @@ void swiglu(uintptr_t x, uintptr_t out, int64_t rows, int64_t inter, int dtype) 
     using T = decltype(tag);
     const T* xp = ptr<const T>(x);
     T* op = ptr<T>(out);
-    const bool par = rows * inter > 16384 && rows > 1;
+    const bool par = rows * inter >= (1 << 19) && rows > 1;
 #pragma omp parallel for schedule(static) if (par)
     for (int64_t r = 0; r < rows; ++r) {
       const T* gate = xp + r * 2 * inter;
       const T* up = gate + inter;
       T* o = op + r * inter;
+#pragma omp simd
       for (int64_t i = 0; i < inter; ++i) {
         const float g = to_float(gate[i]);
-        o[i] = from_float<T>(g / (1.0f + std::exp(-g)) * to_float(up[i]));
+        o[i] = from_float<T>(g / (1.0f + fast_exp(-g)) * to_float(up[i]));
       }
     }
   });

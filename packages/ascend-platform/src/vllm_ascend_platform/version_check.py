@@ -100,7 +100,7 @@ def vllm_version_problem(version: str | None = None) -> str | None:
     if is_supported_vllm(version):
         return None
     return (
-        f"vllm-ascend supports vLLM {SUPPORTED_VLLM_TEXT}, but vLLM {version} is installed; "
+        f"the Ascend plugin supports vLLM {SUPPORTED_VLLM_TEXT}, but vLLM {version} is installed; "
         f"install vllm 0.32.x (or set {SKIP_ENV}=1 to run anyway, unsupported)."
     )
 

@@ -1,0 +1,256 @@
+"""vLLM's OpenAI server on our platform in CPU emulation (issue 3 item 4, case C-13).
+
+One server per module (SmolLM2-135M-Instruct, float32, ``--max-model-len 512``),
+driven with the ``openai`` SDK. Expected tokens and logprobs come from HF
+transformers' forward pass on the same checkpoint; the C-13 statuses are vLLM
+0.32's own documented behaviour. The same server start also covers case C-18 (a)
+(vLLM's own additional_config keys, one with a value Ascend has no kernel for) and
+case C-21 (a) (``VLLM_PLUGINS`` naming our two plugins, logged).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import textwrap
+
+import httpx
+import openai
+import pytest
+from test_server_helpers import Server, demo_model_path, emulation_env
+
+MAX_LEN = 512
+TOKENS = list(range(1000, 1600))  # ordinary vocabulary ids of SmolLM2 (vocab 49152)
+
+
+@pytest.fixture(scope="module")
+def model_path():
+    return demo_model_path()
+
+
+@pytest.fixture(scope="module")
+def server(model_path, tmp_path_factory):
+    env = emulation_env(VLLM_PLUGINS="ascend,ascend_layers")
+    srv = Server(model_path, tmp_path_factory.mktemp("server") / "server.log", env,
+                 "--kda-prefill-backend", "auto", "--kda-decode-backend", "auto",
+                 "--gdn-prefill-backend", "triton", "--enforce-eager")
+    yield srv
+    srv.close()
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0,
+                         timeout=120)
+
+
+@pytest.fixture(scope="module")
+def hf(model_path):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(model_path)
+    model = AutoModelForCausalLM.from_pretrained(model_path, torch_dtype=torch.float32).eval()
+    return tok, model
+
+
+def _hf_greedy(hf, ids: list[int], n: int) -> tuple[list[int], list[float]]:
+    """HF greedy continuation of ``ids``: tokens and each chosen token's log-probability."""
+    import torch
+
+    _, model = hf
+    out, logps = list(ids), []
+    with torch.no_grad():
+        for _ in range(n):
+            logits = model(torch.tensor([out])).logits[0, -1].float()
+            lp = torch.log_softmax(logits, -1)
+            nxt = int(torch.argmax(lp))
+            out.append(nxt)
+            logps.append(float(lp[nxt]))
+    return out[len(ids):], logps
+
+
+def _still_healthy(server, client, model):
+    assert httpx.get(f"{server.url}/health", timeout=10).status_code == 200
+    r = client.completions.create(model=model, prompt="Hello", max_tokens=2, temperature=0)
+    assert r.choices[0].text
+
+
+@pytest.fixture(scope="module")
+def model(client):
+    return client.models.list().data[0].id
+
+
+def test_runs_on_our_platform_with_plugins_logged(server):
+    log = server.log
+    # C-21 (a): exactly which entry points load, and the layers the general plugin registered
+    assert ("VLLM_PLUGINS='ascend,ascend_layers'; loading vllm.platform_plugins: [ascend]; "
+            "vllm.general_plugins: [ascend_layers]") in log
+    assert "general plugin 'ascend_layers' registered layers: attention" in log
+    assert "Ascend platform active (emulation mode)" in log
+
+
+def test_c18a_upstream_keys_start_and_unsupported_value_warns(server):
+    log = server.log
+    assert "gdn_prefill_backend='triton'" in log and "ignoring it" in log
+    assert "kda_prefill_backend" not in log.split("ignoring it")[0].rsplit("\n", 1)[-1]
+
+
+def test_chat_plain_matches_hf_greedy(client, model, hf):
+    tok, _ = hf
+    messages = [{"role": "user", "content": "What is the capital of France?"}]
+    r = client.chat.completions.create(model=model, messages=messages, max_tokens=12,
+                                       temperature=0)
+    ids = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+    ids = list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
+    want, _ = _hf_greedy(hf, ids, r.usage.completion_tokens)
+    assert r.usage.prompt_tokens == len(ids)
+    text = tok.decode(want, skip_special_tokens=True)
+    assert r.choices[0].message.content.strip() == text.strip()
+
+
+def test_chat_streamed_equals_plain(client, model):
+    messages = [{"role": "user", "content": "Name a colour."}]
+    plain = client.chat.completions.create(model=model, messages=messages, max_tokens=10,
+                                           temperature=0)
+    chunks = list(client.chat.completions.create(model=model, messages=messages, max_tokens=10,
+                                                 temperature=0, stream=True))
+    streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert len([c for c in chunks if c.choices and c.choices[0].delta.content]) > 1
+    assert streamed == plain.choices[0].message.content
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == \
+        plain.choices[0].finish_reason
+
+
+def test_completion_logprobs_match_hf(client, model, hf):
+    tok, _ = hf
+    prompt = "The capital of France is"
+    r = client.completions.create(model=model, prompt=prompt, max_tokens=5, temperature=0,
+                                  logprobs=5)
+    ids = tok(prompt)["input_ids"]
+    want, want_lp = _hf_greedy(hf, ids, 5)
+    lp = r.choices[0].logprobs
+    assert r.choices[0].text == tok.decode(want)
+    for pos, (got, ref) in enumerate(zip(lp.token_logprobs, want_lp, strict=True)):
+        assert math.isfinite(got) and got <= 0
+        assert abs(got - ref) < 1e-3, (pos, got, ref)
+        top = list(lp.top_logprobs[pos].values())
+        assert top == sorted(top, reverse=True) and len(top) == 5
+
+
+def test_health_and_metrics(server, client, model):
+    assert httpx.get(f"{server.url}/health", timeout=10).status_code == 200
+    client.completions.create(model=model, prompt="One two three", max_tokens=3, temperature=0)
+    text = httpx.get(f"{server.url}/metrics", timeout=10).text
+    values = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+              if line.startswith("vllm:prompt_tokens_total")]
+    assert values and sum(values) >= 3
+
+
+# ---- case C-13: over-length and invalid input is a 400, never an outage -----------------------
+def _status(fn):
+    try:
+        fn()
+    except openai.APIStatusError as exc:
+        return exc.status_code, str(exc)
+    return 200, ""
+
+
+def test_c13_a_prompt_over_limit(server, client, model):
+    code, msg = _status(lambda: client.completions.create(model=model, prompt=TOKENS[:600],
+                                                          max_tokens=5))
+    assert code == 400 and str(MAX_LEN) in msg
+    _still_healthy(server, client, model)
+
+
+def test_c13_b_max_tokens_lowered_to_fit(server, client, model):
+    r = client.completions.create(model=model, prompt=TOKENS[:400], max_tokens=200,
+                                  temperature=0, extra_body={"ignore_eos": True})
+    assert r.choices[0].finish_reason == "length"
+    assert r.usage.completion_tokens == MAX_LEN - 400
+    _still_healthy(server, client, model)
+
+
+def test_c13_c_full_prompt_leaves_no_room(server, client, model):
+    code, _ = _status(lambda: client.completions.create(model=model, prompt=TOKENS[:512],
+                                                        max_tokens=1))
+    assert code == 400
+    _still_healthy(server, client, model)
+
+
+def test_c13_d_one_below_limit_succeeds(server, client, model):
+    r = client.completions.create(model=model, prompt=TOKENS[:511], max_tokens=1)
+    assert r.usage.completion_tokens == 1 and r.usage.prompt_tokens == 511
+    _still_healthy(server, client, model)
+
+
+def test_c13_e_empty_prompt(server, client, model):
+    code, msg = _status(lambda: client.completions.create(model=model, prompt="", max_tokens=5))
+    assert code == 400 and "prompt" in msg
+    _still_healthy(server, client, model)
+
+
+@pytest.mark.parametrize("max_tokens", [0, -1])
+def test_c13_f_nonpositive_max_tokens(server, client, model, max_tokens):
+    code, msg = _status(lambda: client.completions.create(model=model, prompt="Hi",
+                                                          max_tokens=max_tokens))
+    assert code == 400 and "max_tokens" in msg
+    _still_healthy(server, client, model)
+
+
+def test_c13_g_chat_message_over_limit(server, client, model):
+    messages = [{"role": "user", "content": " hello" * 600}]
+    code, msg = _status(lambda: client.chat.completions.create(model=model, messages=messages,
+                                                               max_tokens=5))
+    assert code == 400 and str(MAX_LEN) in msg
+    _still_healthy(server, client, model)
+
+
+# ---- case C-13 (h) offline, which is also case C-17 (c): a dev build of 0.32 starts -------------
+OFFLINE = textwrap.dedent("""
+    import json, sys
+    import vllm
+    vllm.__version__ = sys.argv[2]  # before the platform plugin runs
+    from vllm import LLM, SamplingParams
+
+    if __name__ == "__main__":
+        llm = LLM(model=sys.argv[1], max_model_len=512, dtype="float32", enforce_eager=True)
+        sp = SamplingParams(max_tokens=4, temperature=0)
+        valid = [{"prompt_token_ids": list(range(1000, 1000 + n))} for n in (5, 50, 100)]
+        over = {"prompt_token_ids": list(range(1000, 1600))}
+        result = {"platform": type(__import__("vllm.platforms").platforms.current_platform).__name__}
+        try:
+            llm.generate(valid[:1] + [over] + valid[1:], sp)
+            result["raised"] = None
+        except Exception as exc:
+            result["raised"] = f"{type(exc).__name__}: {exc}"
+        outs = llm.generate(valid, sp)
+        result["served"] = [len(o.outputs[0].token_ids) for o in outs]
+        print("RESULT " + json.dumps(result))
+""")
+
+
+@pytest.fixture(scope="module")
+def offline(model_path, tmp_path_factory):
+    script = tmp_path_factory.mktemp("offline") / "offline.py"
+    script.write_text(OFFLINE)
+    env = emulation_env(VLLM_ENABLE_V1_MULTIPROCESSING="0")
+    proc = subprocess.run([sys.executable, str(script), model_path, "0.32.1.dev12+gabc123"],
+                          env=env, capture_output=True, text=True, timeout=900)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads(lines[-1][len("RESULT "):]), proc.stdout + proc.stderr
+
+
+def test_c17_c_dev_build_of_supported_release_starts(offline):
+    result, output = offline
+    assert result["platform"] == "NPUPlatform"
+    assert "supports vLLM 0.32.x" not in output
+
+
+def test_c13_h_offline_overlong_prompt_raises_then_engine_serves(offline):
+    result, _ = offline
+    assert result["raised"] is not None and "512" in result["raised"]
+    assert result["served"] == [4, 4, 4]

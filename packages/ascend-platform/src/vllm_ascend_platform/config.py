@@ -185,3 +185,41 @@ def get_ascend_config() -> AscendConfig:
             "vllm_ascend_platform.config.init_ascend_config(vllm_config) first."
         )
     return _current
+
+
+def parse_additional_config_arg(text: str) -> dict:
+    """Strict ``--additional-config`` value parser: a JSON object or an argparse error.
+
+    vLLM 0.32 only JSON-decodes the value when it looks like ``{...}``
+    (``union_dict_and_str`` in vllm/engine/arg_utils.py); an unbalanced ``{"a": 1``
+    reaches ``VllmConfig`` as a string and fails with an opaque validation error.
+
+    Raises:
+        argparse.ArgumentTypeError: the text is not a JSON object; names the JSON error.
+    """
+    import argparse
+    import json
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(
+            f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}): {text!r}"
+        ) from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(
+            f"must be a JSON object such as '{{\"enable_weight_nz\": false}}', got {text!r}"
+        )
+    return value
+
+
+def strict_additional_config_argument(parser: Any) -> None:
+    """Make ``parser``'s ``--additional-config`` parse strictly (for ``pre_register_and_update``).
+
+    Call from ``NPUPlatform.pre_register_and_update(parser)``; vLLM passes the server's
+    argument parser there after adding its own options. No-op when ``parser`` is None or
+    has no ``--additional-config`` option.
+    """
+    for action in getattr(parser, "_actions", []) if parser is not None else []:
+        if "--additional-config" in action.option_strings:
+            action.type = parse_additional_config_arg

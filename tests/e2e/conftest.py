@@ -21,6 +21,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import pytest  # noqa: E402
 from hf_oracle import HFOracle  # noqa: E402
+from parity import SUMMARY  # noqa: E402
 from prompts import PROMPTS  # noqa: E402
 
 
@@ -42,3 +43,11 @@ def prompt_ids(oracle) -> list[list[int]]:
     """The 8 prompts as token ids (both sides get ids: tokenization is not under test)."""
     return [oracle.encode_chat(p) if kind == "chat" else oracle.encode_text(p)
             for kind, p in PROMPTS]
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """Quote the greedy-parity results (identical / near-tie counts) after the run."""
+    if SUMMARY:
+        terminalreporter.section("greedy parity vs HF transformers (float32)")
+        for line in SUMMARY:
+            terminalreporter.write_line(line)

@@ -14,6 +14,8 @@ from hf_oracle import OracleRun
 
 TOP_K = 5
 MAX_GAP = 1e-3
+# One line per judged batch, printed in pytest's terminal summary (conftest.py).
+SUMMARY: list[str] = []
 
 
 @dataclass
@@ -61,9 +63,12 @@ def judge(vllm_tokens: list[int], vllm_logprobs: list[dict[int, tuple[float, int
     return Verdict(False, near, i, detail)
 
 
-def assert_batch_parity(verdicts: list[Verdict], min_identical: int) -> None:
-    """Fail with every verdict's detail unless the batch rule holds."""
+def assert_batch_parity(verdicts: list[Verdict], min_identical: int, label: str) -> None:
+    """Fail with every verdict's detail unless the batch rule holds; record a summary line."""
     identical = sum(v.identical for v in verdicts)
+    near = sum(v.near_tie for v in verdicts if not v.identical)
+    SUMMARY.append(f"{label}: {identical}/{len(verdicts)} token-identical, {near} near ties, "
+                   f"{len(verdicts) - identical - near} failing")
     report = "\n".join(f"  prompt {k}: {v.detail}" for k, v in enumerate(verdicts))
     assert identical >= min_identical and all(v.ok for v in verdicts), (
         f"{identical}/{len(verdicts)} token-identical (need >= {min_identical}, others near "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 from engine import close_llm, generate_ids, make_llm
-from parity import assert_batch_parity, judge, vllm_step_logprobs
+from parity import SUMMARY, assert_batch_parity, judge, vllm_step_logprobs
 from prompts import NEW_TOKENS
 
 PREFIX_TEXT = (
@@ -37,7 +37,7 @@ def test_greedy_parity_8_prompts(llm, oracle, prompt_ids):
         assert len(comp.token_ids) == NEW_TOKENS
         verdicts.append(judge(list(comp.token_ids), vllm_step_logprobs(comp),
                               oracle.greedy(ids, NEW_TOKENS)))
-    assert_batch_parity(verdicts, min_identical=7)
+    assert_batch_parity(verdicts, min_identical=7, label="8 prompts x 32 tokens")
 
 
 def test_prefix_cache_hit_two_blocks(llm, oracle):
@@ -56,4 +56,6 @@ def test_prefix_cache_hit_two_blocks(llm, oracle):
     comp = out.outputs[0]
     verdict = judge(list(comp.token_ids), vllm_step_logprobs(comp),
                     oracle.greedy(second, NEW_TOKENS))
+    SUMMARY.append(f"prefix-cache hit ({out.num_cached_tokens} cached tokens = 2 blocks of {bs}):"
+                   f" {verdict.detail}")
     assert verdict.ok, verdict.detail

@@ -14,6 +14,7 @@ from ascend_ops import reference
 from conftest import make_paged_problem
 from npu_contract import FakeTorchNpu, atb_prototype_to_schema, find_or_download_wheel, published_schemas
 from npu_kernels import KERNELS
+from npu_kernels_moe import MOE_KERNELS
 
 PKG_ROOT = Path(__file__).resolve().parents[1]
 OPERATOR_CALL = re.compile(r"torch\.ops\.(?:npu|atb)\.(\w+)|torch_npu(?:\(\))?\.(_?npu_\w+)")
@@ -136,9 +137,27 @@ def _source_files():
     return [f for root in roots if root.is_dir() for f in root.rglob("*.py")]
 
 
-def test_every_torch_npu_operator_call_is_contract_checked(npu_branch):
-    _run_all_ops(torch.float32)
-    exercised = npu_branch.called()
+# Other op families add (kernels module, dict name, sample module, runner name) here so the
+# coverage check below drives their NPU branch too.
+EXTRA_CONTRACTS = [("npu_kernels_moe", "MOE_KERNELS", "moe_samples", "run_moe_ops")]
+
+
+def test_every_torch_npu_operator_call_is_contract_checked(schemas, monkeypatch):
+    import importlib
+
+    kernels, runners = dict(KERNELS), [_run_all_ops]
+    for kmod, kname, smod, sname in EXTRA_CONTRACTS:
+        try:
+            kernels.update(getattr(importlib.import_module(kmod), kname))
+            runners.append(getattr(importlib.import_module(smod), sname))
+        except (ImportError, AttributeError):
+            continue
+    fake = FakeTorchNpu(*schemas, kernels)
+    monkeypatch.setitem(__import__("sys").modules, "torch_npu", fake.module)
+    with ascend_ops.use_backend("npu"):
+        for run in runners:
+            run(torch.float32)
+    exercised = fake.called()
     referenced = {}
     for f in _source_files():
         for m in OPERATOR_CALL.finditer(f.read_text(errors="replace")):

@@ -8,6 +8,7 @@ import torch
 import ascend_ops
 from ascend_ops import device
 from conftest import make_paged_problem
+from moe_samples import opcheck_samples as moe_opcheck_samples
 
 
 def _samples():
@@ -24,10 +25,15 @@ def _samples():
                               torch.tensor([1, 6])),
         "fused_infer_attention": (p["query"], p["key_cache"], p["value_cache"], p["block_table"],
                                   p["query_start_loc"], p["seq_lens"], 0.3, True, "TND"),
+        **moe_opcheck_samples(),
     }
 
 
-@pytest.mark.parametrize("name", ascend_ops.OPS)
+DENSE_OPS = ("rms_norm", "add_rms_norm", "swiglu", "rotary_embedding", "reshape_and_cache",
+             "fused_infer_attention")
+
+
+@pytest.mark.parametrize("name", DENSE_OPS)
 def test_custom_op_passes_opcheck(name):
     op = getattr(torch.ops.ascend, name)
     with ascend_ops.use_backend("reference"):

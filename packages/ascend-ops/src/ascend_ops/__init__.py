@@ -17,6 +17,7 @@ from ascend_ops._dispatch import (
 from ascend_ops.ops.activation import silu_and_mul, swiglu
 from ascend_ops.ops.attention import fused_infer_attention
 from ascend_ops.ops.kv_cache import reshape_and_cache
+from ascend_ops.ops.moe import grouped_matmul, moe_finalize_routing, moe_gating_top_k, moe_init_routing
 from ascend_ops.ops.norm import add_rms_norm, rms_norm
 from ascend_ops.ops.rotary import rotary_embedding
 
@@ -29,6 +30,10 @@ OPS = (
     "swiglu",
     "reshape_and_cache",
     "fused_infer_attention",
+    "moe_gating_top_k",
+    "moe_init_routing",
+    "moe_finalize_routing",
+    "grouped_matmul",
 )
 
 __all__ = [
@@ -39,6 +44,10 @@ __all__ = [
     "device",
     "forced_backend",
     "fused_infer_attention",
+    "grouped_matmul",
+    "moe_finalize_routing",
+    "moe_gating_top_k",
+    "moe_init_routing",
     "native_available",
     "reference",
     "reset_call_counts",

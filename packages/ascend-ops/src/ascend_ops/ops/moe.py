@@ -1,0 +1,249 @@
+"""MoE ops: ``torch.ops.ascend.moe_gating_top_k``, ``moe_init_routing``, ``moe_finalize_routing``,
+``grouped_matmul``.
+
+Semantics and index conventions are written out in ``ascend_ops.reference.moe`` (the oracle); the
+NPU branch maps each op onto its torch_npu operator (``ascend_ops._npu_moe``); the ``native``
+backend runs a vectorized torch implementation (``ascend_ops._native_moe``; no C++ kernel).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ascend_ops import _checks, _native_moe, _npu_moe
+from ascend_ops._dispatch import count, select_backend
+from ascend_ops.reference import moe as reference
+
+SCORING_FUNCTIONS = ("softmax", "sigmoid")
+
+
+def _impl(backend):
+    return {"npu": _npu_moe, "native": _native_moe, "reference": reference}[backend]
+
+
+# ----------------------------------------------------------------------------- argument checks
+
+
+def check_gating(router_logits, top_k, scoring, num_expert_group, topk_group, bias) -> None:
+    _checks.float_tensor("router_logits", router_logits, ndim=2)
+    num_experts = router_logits.shape[1]
+    if scoring not in SCORING_FUNCTIONS:
+        raise ValueError(f"scoring must be one of {SCORING_FUNCTIONS}, got {scoring!r}")
+    if num_expert_group < 1 or num_experts % num_expert_group:
+        raise ValueError(
+            f"num_expert_group={num_expert_group} must be >= 1 and divide the number of experts "
+            f"({num_experts})"
+        )
+    if not 1 <= topk_group <= num_expert_group:
+        raise ValueError(f"topk_group={topk_group} must be between 1 and num_expert_group={num_expert_group}")
+    eligible = topk_group * (num_experts // num_expert_group)
+    if not 1 <= top_k <= eligible:
+        raise ValueError(
+            f"top_k={top_k} must be between 1 and the number of selectable experts ({eligible}: "
+            f"{num_experts} experts, topk_group={topk_group} of num_expert_group={num_expert_group})"
+        )
+    if bias is not None:
+        _checks.float_tensor("bias", bias, ndim=1)
+        if bias.shape[0] != num_experts:
+            raise ValueError(f"bias must have one entry per expert ({num_experts}), got {tuple(bias.shape)}")
+        if num_expert_group > 1 and num_experts // num_expert_group < 2:
+            raise ValueError("with bias, each expert group needs >= 2 experts (group score = top-2 sum)")
+
+
+def check_init_routing(x, expert_idx) -> None:
+    _checks.float_tensor("x", x, ndim=2)
+    _checks.index_tensor("expert_idx", expert_idx, ndim=2)
+    if expert_idx.shape[0] != x.shape[0]:
+        raise ValueError(f"expert_idx rows ({expert_idx.shape[0]}) must equal x rows ({x.shape[0]})")
+
+
+def check_finalize(expanded_rows, scales, expanded_row_idx, expert_idx, skip, bias) -> None:
+    _checks.float_tensor("expanded_rows", expanded_rows, ndim=2)
+    _checks.float_tensor("scales", scales, ndim=2)
+    _checks.index_tensor("expanded_row_idx", expanded_row_idx, ndim=1)
+    _checks.index_tensor("expert_idx", expert_idx, ndim=2)
+    t, k = scales.shape
+    if expert_idx.shape != scales.shape:
+        raise ValueError(f"expert_idx shape {tuple(expert_idx.shape)} must equal scales shape {(t, k)}")
+    if expanded_row_idx.shape[0] != t * k or expanded_rows.shape[0] != t * k:
+        raise ValueError(
+            f"expanded_rows ({expanded_rows.shape[0]} rows) and expanded_row_idx "
+            f"({expanded_row_idx.shape[0]}) must both have tokens*top_k = {t * k} entries"
+        )
+    hidden = expanded_rows.shape[1]
+    if skip is not None:
+        _checks.float_tensor("skip", skip, ndim=2)
+        if tuple(skip.shape) != (t, hidden):
+            raise ValueError(f"skip must be [{t}, {hidden}], got {tuple(skip.shape)}")
+    if bias is not None:
+        _checks.float_tensor("bias", bias, ndim=2)
+        if bias.shape[1] != hidden:
+            raise ValueError(f"bias must be [num_experts, {hidden}], got {tuple(bias.shape)}")
+
+
+def check_grouped_matmul(x, weight, group_list) -> None:
+    _checks.float_tensor("x", x, ndim=2)
+    _checks.float_tensor("weight", weight, ndim=3)
+    _checks.same_dtype("weight", weight, "x", x)
+    _checks.index_tensor("group_list", group_list, ndim=1)
+    if weight.shape[1] != x.shape[1]:
+        raise ValueError(f"weight must be [E, {x.shape[1]}, N] to match x [M, K], got {tuple(weight.shape)}")
+    if group_list.shape[0] != weight.shape[0]:
+        raise ValueError(
+            f"group_list needs one row count per expert ({weight.shape[0]}), got {group_list.shape[0]}"
+        )
+
+
+# ----------------------------------------------------------------------------- custom ops
+
+
+@torch.library.custom_op("ascend::moe_gating_top_k", mutates_args=())
+def _gating_op(
+    router_logits: torch.Tensor,
+    top_k: int,
+    scoring: str,
+    renormalize: bool,
+    num_expert_group: int,
+    topk_group: int,
+    routed_scaling_factor: float,
+    bias: torch.Tensor | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    backend = select_backend(router_logits)
+    count("moe_gating_top_k", backend)
+    return _impl(backend).moe_gating_top_k(
+        router_logits, top_k, scoring, renormalize, num_expert_group, topk_group, routed_scaling_factor, bias
+    )
+
+
+@_gating_op.register_fake
+def _(router_logits, top_k, scoring, renormalize, num_expert_group, topk_group, routed_scaling_factor, bias):
+    t = router_logits.shape[0]
+    return (
+        router_logits.new_empty((t, top_k), dtype=torch.float32),
+        router_logits.new_empty((t, top_k), dtype=torch.int32),
+    )
+
+
+@torch.library.custom_op("ascend::moe_init_routing", mutates_args=())
+def _init_op(x: torch.Tensor, expert_idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    backend = select_backend(x)
+    count("moe_init_routing", backend)
+    return _impl(backend).moe_init_routing(x, expert_idx)
+
+
+@_init_op.register_fake
+def _(x, expert_idx):
+    n = expert_idx.shape[0] * expert_idx.shape[1]
+    return (
+        x.new_empty((n, x.shape[1])),
+        x.new_empty((n,), dtype=torch.int32),
+        x.new_empty((n,), dtype=torch.int32),
+    )
+
+
+@torch.library.custom_op("ascend::moe_finalize_routing", mutates_args=())
+def _finalize_op(
+    expanded_rows: torch.Tensor,
+    scales: torch.Tensor,
+    expanded_row_idx: torch.Tensor,
+    expert_idx: torch.Tensor,
+    skip: torch.Tensor | None,
+    bias: torch.Tensor | None,
+) -> torch.Tensor:
+    backend = select_backend(expanded_rows)
+    count("moe_finalize_routing", backend)
+    return _impl(backend).moe_finalize_routing(expanded_rows, scales, expanded_row_idx, expert_idx, skip, bias)
+
+
+@_finalize_op.register_fake
+def _(expanded_rows, scales, expanded_row_idx, expert_idx, skip, bias):
+    return expanded_rows.new_empty((scales.shape[0], expanded_rows.shape[1]))
+
+
+@torch.library.custom_op("ascend::grouped_matmul", mutates_args=())
+def _gmm_op(x: torch.Tensor, weight: torch.Tensor, group_list: torch.Tensor) -> torch.Tensor:
+    backend = select_backend(x)
+    count("grouped_matmul", backend)
+    return _impl(backend).grouped_matmul(x, weight, group_list)
+
+
+@_gmm_op.register_fake
+def _(x, weight, group_list):
+    return x.new_empty((x.shape[0], weight.shape[2]))
+
+
+# ----------------------------------------------------------------------------- public wrappers
+
+
+def moe_gating_top_k(
+    router_logits: torch.Tensor,
+    top_k: int,
+    *,
+    scoring: str = "softmax",
+    renormalize: bool = False,
+    num_expert_group: int = 1,
+    topk_group: int = 1,
+    routed_scaling_factor: float = 1.0,
+    bias: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pick ``top_k`` experts per token (vLLM ``GroupedTopk``; torch_npu ``npu_moe_gating_top_k``).
+
+    Shapes: ``router_logits`` [T, E] float; ``bias`` (score correction, DeepSeek-V3) [E] or None.
+    Returns (weights [T, top_k] float32, expert ids [T, top_k] int32), experts in descending
+    choice score. ``scoring`` is ``"softmax"`` or ``"sigmoid"``; ``num_expert_group``/``topk_group``
+    restrict the choice to the best groups (1/1 = no grouping); ``renormalize`` makes each token's
+    weights sum to 1 before ``routed_scaling_factor`` multiplies them.
+    Raises ValueError naming the argument for an unknown scoring function, top_k outside
+    [1, selectable experts], groups that do not divide E, or a bias of the wrong length;
+    TypeError for non-float logits.
+    """
+    check_gating(router_logits, top_k, scoring, num_expert_group, topk_group, bias)
+    return torch.ops.ascend.moe_gating_top_k(
+        router_logits, top_k, scoring, renormalize, num_expert_group, topk_group,
+        float(routed_scaling_factor), bias,
+    )
+
+
+def moe_init_routing(x: torch.Tensor, expert_idx: torch.Tensor):
+    """Permute tokens so each expert's rows are contiguous (torch_npu ``npu_moe_init_routing``).
+
+    Shapes: ``x`` [T, H] float, ``expert_idx`` [T, k] int32/int64 (ids >= 0). Returns
+    (expanded_x [T*k, H], expanded_row_idx [T*k] int32, expanded_expert_idx [T*k] int32):
+    rows sorted by expert (ties in token order); ``expanded_row_idx[j*T + t]`` is the row that
+    token t's j-th choice landed on (slot-major, torch_npu's convention). Count rows per expert
+    with ``torch.bincount(expanded_expert_idx, minlength=E)`` for ``grouped_matmul``.
+    Raises TypeError/ValueError naming ``x`` or ``expert_idx`` for bad dtypes or shapes.
+    """
+    check_init_routing(x, expert_idx)
+    return torch.ops.ascend.moe_init_routing(x, expert_idx)
+
+
+def moe_finalize_routing(
+    expanded_rows: torch.Tensor,
+    scales: torch.Tensor,
+    expanded_row_idx: torch.Tensor,
+    expert_idx: torch.Tensor,
+    *,
+    skip: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Un-permute expert outputs and sum them per token (torch_npu ``npu_moe_finalize_routing``).
+
+    Shapes: ``expanded_rows`` [T*k, H] (order of ``moe_init_routing``), ``scales`` [T, k] routing
+    weights, ``expanded_row_idx`` [T*k], ``expert_idx`` [T, k], ``skip`` [T, H] added residual,
+    ``bias`` [E, H] per-expert bias added before scaling. Returns [T, H] in ``expanded_rows.dtype``
+    (float32 accumulation). Raises TypeError/ValueError naming the argument on bad shapes/dtypes.
+    """
+    check_finalize(expanded_rows, scales, expanded_row_idx, expert_idx, skip, bias)
+    return torch.ops.ascend.moe_finalize_routing(expanded_rows, scales, expanded_row_idx, expert_idx, skip, bias)
+
+
+def grouped_matmul(x: torch.Tensor, weight: torch.Tensor, group_list: torch.Tensor) -> torch.Tensor:
+    """Per-expert matmul over expert-contiguous rows (torch_npu ``npu_grouped_matmul``, counts).
+
+    Shapes: ``x`` [M, K], ``weight`` [E, K, N] same float dtype, ``group_list`` [E] int row counts
+    (sum <= M; rows past the sum come back as zeros on CPU, undefined on NPU). Returns [M, N].
+    Raises TypeError/ValueError naming the argument on bad dtypes/shapes.
+    """
+    check_grouped_matmul(x, weight, group_list)
+    return torch.ops.ascend.grouped_matmul(x, weight, group_list)

@@ -1,0 +1,41 @@
+"""MoE ops reject bad input with errors naming the argument."""
+
+from __future__ import annotations
+
+import ascend_ops
+import pytest
+import torch
+
+L = torch.randn(3, 8)
+
+
+@pytest.mark.parametrize(
+    "call,exc,match",
+    [
+        (lambda: ascend_ops.moe_gating_top_k(L, 9), ValueError, "top_k=9"),
+        (lambda: ascend_ops.moe_gating_top_k(L, 0), ValueError, "top_k=0"),
+        (lambda: ascend_ops.moe_gating_top_k(L, 2, scoring="tanh"), ValueError, "scoring"),
+        (lambda: ascend_ops.moe_gating_top_k(L, 2, num_expert_group=3), ValueError, "num_expert_group=3"),
+        (lambda: ascend_ops.moe_gating_top_k(L, 2, num_expert_group=2, topk_group=3), ValueError, "topk_group=3"),
+        (lambda: ascend_ops.moe_gating_top_k(L, 5, num_expert_group=4, topk_group=2), ValueError, "top_k=5"),
+        (lambda: ascend_ops.moe_gating_top_k(L, 2, bias=torch.zeros(7)), ValueError, "bias"),
+        (lambda: ascend_ops.moe_gating_top_k(L.long(), 2), TypeError, "router_logits"),
+        (lambda: ascend_ops.moe_init_routing(L, torch.zeros(2, 2, dtype=torch.int32)), ValueError, "expert_idx"),
+        (lambda: ascend_ops.moe_init_routing(L, torch.zeros(3, 2)), TypeError, "expert_idx"),
+        (lambda: ascend_ops.moe_finalize_routing(torch.randn(6, 8), torch.rand(3, 2),
+                                                 torch.arange(5), torch.zeros(3, 2, dtype=torch.int32)),
+         ValueError, "expanded_row_idx"),
+        (lambda: ascend_ops.moe_finalize_routing(torch.randn(6, 8), torch.rand(3, 2), torch.arange(6),
+                                                 torch.zeros(3, 2, dtype=torch.int32), skip=torch.randn(3, 4)),
+         ValueError, "skip"),
+        (lambda: ascend_ops.grouped_matmul(torch.randn(4, 8), torch.randn(2, 6, 3), torch.tensor([2, 2])),
+         ValueError, "weight"),
+        (lambda: ascend_ops.grouped_matmul(torch.randn(4, 8), torch.randn(2, 8, 3), torch.tensor([4])),
+         ValueError, "group_list"),
+        (lambda: ascend_ops.grouped_matmul(torch.randn(4, 8), torch.randn(2, 8, 3).double(), torch.tensor([2, 2])),
+         TypeError, "weight"),
+    ],
+)
+def test_bad_input_names_argument(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()

@@ -109,13 +109,34 @@ def native(fn):
     return run
 
 
-def vllm_ops():
+def vllm_kernels():
+    """vLLM's CPU kernels as out-of-place callables, or {} when vLLM's _C does not load."""
     try:
-        import vllm._custom_ops as ops  # noqa: F401  (optional comparison only)
-
-        return ops
+        import vllm._custom_ops as ops  # optional comparison only
     except Exception:
-        return None
+        return {}
+
+    def rms(x, w, eps):
+        out = torch.empty_like(x)
+        ops.rms_norm(out, x, w, eps)
+        return out
+
+    def add_rms(x, r, w, eps):  # in place in vLLM: clone so every call sees the same input
+        x, r = x.clone(), r.clone()
+        ops.fused_add_rms_norm(x, r, w, eps)
+        return x, r
+
+    def silu(x):
+        out = x.new_empty((*x.shape[:-1], x.shape[-1] // 2))
+        torch.ops._C.silu_and_mul(out, x)
+        return out
+
+    def rope(pos, q, k, head_size, cache, neox=True):
+        q, k = q.clone(), k.clone()
+        ops.rotary_embedding(pos, q, k, head_size, cache, neox)
+        return q, k
+
+    return {"rms_norm": rms, "add_rms_norm": add_rms, "swiglu": silu, "rotary(neox)": rope}
 
 
 def paged_case(batch, q_len, kv_len, hq, hk, d, bs, dtype):
@@ -135,6 +156,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
     ap.add_argument("--quick", action="store_true", help="smaller shapes (CI smoke run)")
+    ap.add_argument("--vllm", action="store_true", help="also time vLLM's CPU kernels if they load")
     a = ap.parse_args()
     dtype = getattr(torch, a.dtype)
     if not ascend_ops.native_available():
@@ -145,6 +167,7 @@ def main():
     hidden, inter, heads, kv_heads, d = 4096, 11008, 32, 8, 128
     tokens = {"decode": 16, "prefill": 1024 if a.quick else 2048}
     rows = []
+    vk = vllm_kernels() if a.vllm else {}
     for phase, t in tokens.items():
         g = torch.Generator().manual_seed(1)
         x = torch.randn(t, hidden, generator=g).to(dtype)
@@ -155,10 +178,17 @@ def main():
         q = torch.randn(t, heads * d, generator=g).to(dtype)
         k = torch.randn(t, kv_heads * d, generator=g).to(dtype)
         cache = torch.randn(4096, d, generator=g).to(dtype)
-        rows.append((phase, "rms_norm", bench(rms_norm_composite, x, w, 1e-6), bench(native(ascend_ops.rms_norm), x, w, 1e-6)))
-        rows.append((phase, "add_rms_norm", bench(add_rms_norm_composite, x, r, w, 1e-6), bench(native(ascend_ops.add_rms_norm), x, r, w, 1e-6)))
-        rows.append((phase, "swiglu", bench(swiglu_composite, gu), bench(native(ascend_ops.swiglu), gu)))
-        rows.append((phase, "rotary(neox)", bench(rope_composite, pos, q, k, d, cache), bench(native(ascend_ops.rotary_embedding), pos, q, k, d, cache, True)))
+        cases = {
+            "rms_norm": (rms_norm_composite, ascend_ops.rms_norm, (x, w, 1e-6)),
+            "add_rms_norm": (add_rms_norm_composite, ascend_ops.add_rms_norm, (x, r, w, 1e-6)),
+            "swiglu": (swiglu_composite, ascend_ops.swiglu, (gu,)),
+            "rotary(neox)": (rope_composite, ascend_ops.rotary_embedding, (pos, q, k, d, cache, True)),
+        }
+        for op, (comp_fn, ours, args) in cases.items():
+            nat = bench(native(ours), *args)
+            rows.append((phase, op, bench(comp_fn, *args), nat))
+            if op in vk:
+                rows.append((phase, f"{op} vs vLLM CPU kernel", bench(vk[op], *args), nat))
     shapes = {
         "decode": dict(batch=16, q_len=1, kv_len=1024),
         "prefill": dict(batch=2 if a.quick else 4, q_len=512, kv_len=512),

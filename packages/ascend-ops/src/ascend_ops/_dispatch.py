@@ -111,6 +111,16 @@ def select_backend(t: torch.Tensor) -> str:
     return "reference"
 
 
+def eager_direct(*tensors: torch.Tensor) -> bool:
+    """True when a public wrapper may call its op body directly instead of through
+    ``torch.ops.ascend.*`` (saves the dispatcher round trip in eager mode): not tracing under
+    torch.compile, no active TorchDispatchMode (fake tensors, functionalization) and plain
+    tensors only. Results are identical either way; only the dispatch path differs."""
+    if torch.compiler.is_compiling() or torch._C._len_torch_dispatch_stack():
+        return False
+    return all(type(t) is torch.Tensor for t in tensors)
+
+
 def count(op: str, backend: str) -> None:
     with _lock:
         _counts[op] += 1

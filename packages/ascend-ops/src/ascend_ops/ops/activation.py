@@ -5,11 +5,10 @@ from __future__ import annotations
 import torch
 
 from ascend_ops import _checks, _native, _npu, reference
-from ascend_ops._dispatch import count, select_backend
+from ascend_ops._dispatch import count, eager_direct, select_backend
 
 
-@torch.library.custom_op("ascend::swiglu", mutates_args=())
-def _swiglu_op(x: torch.Tensor) -> torch.Tensor:
+def _swiglu_impl(x: torch.Tensor) -> torch.Tensor:
     _checks.swiglu(x)
     backend = select_backend(x)
     count("swiglu", backend)
@@ -18,6 +17,9 @@ def _swiglu_op(x: torch.Tensor) -> torch.Tensor:
     if backend == "native":
         return _native.swiglu(x)
     return reference.swiglu(x)
+
+
+_swiglu_op = torch.library.custom_op("ascend::swiglu", mutates_args=())(_swiglu_impl)
 
 
 @_swiglu_op.register_fake
@@ -33,6 +35,8 @@ def swiglu(x: torch.Tensor) -> torch.Tensor:
     NPU: ``torch_npu.npu_swiglu(x, dim=-1)``.
     Raises TypeError for a non-float ``x``, ValueError when the last dim is odd.
     """
+    if eager_direct(x):
+        return _swiglu_impl(x)
     return torch.ops.ascend.swiglu(x)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from ascend_ops import _checks, _native, _npu, reference
-from ascend_ops._dispatch import count, select_backend
+from ascend_ops._dispatch import count, eager_direct, select_backend
 
 
 def _bsnd_rows(query_start_loc: torch.Tensor, seq_len: int) -> torch.Tensor:
@@ -30,8 +30,7 @@ def _tnd(backend, query, key_cache, value_cache, block_table, qsl, seq_lens, sca
     )
 
 
-@torch.library.custom_op("ascend::fused_infer_attention", mutates_args=())
-def _attention_op(
+def _attention_impl(
     query: torch.Tensor,
     key_cache: torch.Tensor,
     value_cache: torch.Tensor,
@@ -55,6 +54,11 @@ def _attention_op(
     out = torch.zeros_like(flat)
     out[rows] = _tnd(backend, flat.index_select(0, rows), *args)
     return out.view(b, s, h, d)
+
+
+_attention_op = torch.library.custom_op("ascend::fused_infer_attention", mutates_args=())(
+    _attention_impl
+)
 
 
 @_attention_op.register_fake
@@ -94,7 +98,8 @@ def fused_infer_attention(
     Raises ValueError for an unknown ``layout``, Hq % Hk != 0, inconsistent lengths, or block ids
     outside the cache; TypeError for wrong dtypes.
     """
-    return torch.ops.ascend.fused_infer_attention(
-        query, key_cache, value_cache, block_table, query_start_loc, seq_lens,
-        float(scale), bool(causal), layout,
-    )
+    args = (query, key_cache, value_cache, block_table, query_start_loc, seq_lens,
+            float(scale), bool(causal), layout)
+    if eager_direct(*args[:6]):
+        return _attention_impl(*args)
+    return torch.ops.ascend.fused_infer_attention(*args)

@@ -5,11 +5,10 @@ from __future__ import annotations
 import torch
 
 from ascend_ops import _checks, _native, _npu, reference
-from ascend_ops._dispatch import count, select_backend
+from ascend_ops._dispatch import count, eager_direct, select_backend
 
 
-@torch.library.custom_op("ascend::reshape_and_cache", mutates_args=("key_cache", "value_cache"))
-def _reshape_and_cache_op(
+def _reshape_and_cache_impl(
     key: torch.Tensor,
     value: torch.Tensor,
     key_cache: torch.Tensor,
@@ -27,6 +26,11 @@ def _reshape_and_cache_op(
         _npu.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
     else:
         reference.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
+
+
+_reshape_and_cache_op = torch.library.custom_op(
+    "ascend::reshape_and_cache", mutates_args=("key_cache", "value_cache")
+)(_reshape_and_cache_impl)
 
 
 @_reshape_and_cache_op.register_fake
@@ -52,4 +56,7 @@ def reshape_and_cache(
     Raises ValueError naming ``slot_mapping`` for a slot >= num_blocks * block_size (nothing is
     written), TypeError/ValueError naming the argument for dtype/shape mismatches.
     """
-    torch.ops.ascend.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
+    if eager_direct(key, value, key_cache, value_cache, slot_mapping):
+        _reshape_and_cache_impl(key, value, key_cache, value_cache, slot_mapping)
+    else:
+        torch.ops.ascend.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)

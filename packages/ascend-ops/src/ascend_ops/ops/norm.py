@@ -5,11 +5,10 @@ from __future__ import annotations
 import torch
 
 from ascend_ops import _checks, _native, _npu, reference
-from ascend_ops._dispatch import count, select_backend
+from ascend_ops._dispatch import count, eager_direct, select_backend
 
 
-@torch.library.custom_op("ascend::rms_norm", mutates_args=())
-def _rms_norm_op(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+def _rms_norm_impl(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     _checks.rms_norm(x, weight, eps)
     backend = select_backend(x)
     count("rms_norm", backend)
@@ -20,14 +19,16 @@ def _rms_norm_op(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Ten
     return reference.rms_norm(x, weight, eps)
 
 
+_rms_norm_op = torch.library.custom_op("ascend::rms_norm", mutates_args=())(_rms_norm_impl)
+
+
 @_rms_norm_op.register_fake
 def _(x, weight, eps):
     _checks.rms_norm(x, weight, eps)
     return torch.empty_like(x)
 
 
-@torch.library.custom_op("ascend::add_rms_norm", mutates_args=())
-def _add_rms_norm_op(
+def _add_rms_norm_impl(
     x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
     _checks.add_rms_norm(x, residual, weight, eps)
@@ -38,6 +39,9 @@ def _add_rms_norm_op(
     if backend == "native":
         return _native.add_rms_norm(x, residual, weight, eps)
     return reference.add_rms_norm(x, residual, weight, eps)
+
+
+_add_rms_norm_op = torch.library.custom_op("ascend::add_rms_norm", mutates_args=())(_add_rms_norm_impl)
 
 
 @_add_rms_norm_op.register_fake
@@ -55,6 +59,8 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.
     Raises TypeError for a non-float ``x``/``weight``, ValueError when ``weight`` is not [H] or
     ``eps`` < 0.
     """
+    if eager_direct(x, weight):
+        return _rms_norm_impl(x, weight, float(eps))
     return torch.ops.ascend.rms_norm(x, weight, float(eps))
 
 
@@ -69,4 +75,6 @@ def add_rms_norm(
     NPU: ``torch_npu.npu_add_rms_norm(x1, x2, gamma, epsilon)`` -> (y, rstd, x_sum).
     Raises TypeError/ValueError naming the argument on dtype or shape mismatch.
     """
+    if eager_direct(x, residual, weight):
+        return _add_rms_norm_impl(x, residual, weight, float(eps))
     return torch.ops.ascend.add_rms_norm(x, residual, weight, float(eps))

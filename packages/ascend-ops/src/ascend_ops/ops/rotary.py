@@ -5,11 +5,10 @@ from __future__ import annotations
 import torch
 
 from ascend_ops import _checks, _native, _npu, reference
-from ascend_ops._dispatch import count, select_backend
+from ascend_ops._dispatch import count, eager_direct, select_backend
 
 
-@torch.library.custom_op("ascend::rotary_embedding", mutates_args=())
-def _rotary_op(
+def _rotary_impl(
     positions: torch.Tensor,
     query: torch.Tensor,
     key: torch.Tensor,
@@ -26,6 +25,9 @@ def _rotary_op(
         return _native.rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox)
     _checks.rotary_values(positions, cos_sin_cache)
     return reference.rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox)
+
+
+_rotary_op = torch.library.custom_op("ascend::rotary_embedding", mutates_args=())(_rotary_impl)
 
 
 @_rotary_op.register_fake
@@ -54,6 +56,7 @@ def rotary_embedding(
     is_neox_style)``, which is in place, so the wrapper rotates clones.
     Raises TypeError/ValueError naming the argument; ValueError for positions outside the cache.
     """
-    return torch.ops.ascend.rotary_embedding(
-        positions, query, key, int(head_size), cos_sin_cache, bool(is_neox)
-    )
+    args = (positions, query, key, int(head_size), cos_sin_cache, bool(is_neox))
+    if eager_direct(positions, query, key, cos_sin_cache):
+        return _rotary_impl(*args)
+    return torch.ops.ascend.rotary_embedding(*args)

@@ -59,6 +59,33 @@ inline void scores(const float* q, const float* kt, float* s, int64_t rows_pad, 
   }
 }
 
+// Decode-sized tiles (few rows): S[r][n] = dot(Q[r], K[n]) over a row-major float K tile, which
+// converts contiguously instead of transposing every key.
+inline void scores_rowmajor(const float* q, const float* k, float* s, int64_t rows_pad, int64_t dp,
+                            int64_t bsp, int64_t nvalid) {
+  for (int64_t r0 = 0; r0 < rows_pad; r0 += kRows) {
+    const float* q0 = q + (r0 + 0) * dp;
+    const float* q1 = q + (r0 + 1) * dp;
+    const float* q2 = q + (r0 + 2) * dp;
+    const float* q3 = q + (r0 + 3) * dp;
+    for (int64_t n = 0; n < nvalid; ++n) {
+      const float* kk = k + n * dp;
+      float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
+#pragma omp simd reduction(+ : a0, a1, a2, a3)
+      for (int64_t x = 0; x < dp; ++x) {
+        a0 += q0[x] * kk[x];
+        a1 += q1[x] * kk[x];
+        a2 += q2[x] * kk[x];
+        a3 += q3[x] * kk[x];
+      }
+      s[(r0 + 0) * bsp + n] = a0;
+      s[(r0 + 1) * bsp + n] = a1;
+      s[(r0 + 2) * bsp + n] = a2;
+      s[(r0 + 3) * bsp + n] = a3;
+    }
+  }
+}
+
 // acc[r][:] += sum_n P[r][n] * V[n][:] for 4 rows and 16 head-dim lanes at a time.
 inline void accumulate(const float* p, const float* v, float* acc, int64_t rows_pad, int64_t dp,
                        int64_t bsp, int64_t ncols) {
@@ -132,21 +159,29 @@ void run_work(const Work& w, const Shape& sh, const T* query, const T* kc, const
     const int64_t ncols = round_up(nvalid, kLanes);
     const T* kb = kc + blk * sh.kcs[0] + w.kh * sh.kcs[2];
     const T* vb = vc + blk * sh.vcs[0] + w.kh * sh.vcs[2];
+    const bool rowmajor = rows_pad <= 2 * kRows;
     for (int64_t n = 0; n < nvalid; ++n) {
       const T* kr = kb + n * sh.kcs[1];
       const T* vr = vb + n * sh.vcs[1];
-      for (int64_t x = 0; x < d; ++x) {
-        buf.kt[x * bsp + n] = to_float(kr[x * sh.kcs[3]]);
-        buf.v[n * dp + x] = to_float(vr[x * sh.vcs[3]]);
+      if (rowmajor) {
+        float* kd = buf.kt.data() + n * dp;  // the K tile buffer used row-major here
+        for (int64_t x = 0; x < d; ++x) kd[x] = to_float(kr[x * sh.kcs[3]]);
+      } else {
+        for (int64_t x = 0; x < d; ++x) buf.kt[x * bsp + n] = to_float(kr[x * sh.kcs[3]]);
       }
+      float* vd = buf.v.data() + n * dp;
+      for (int64_t x = 0; x < d; ++x) vd[x] = to_float(vr[x * sh.vcs[3]]);
     }
     for (int64_t n = nvalid; n < ncols; ++n) {
       for (int64_t x = 0; x < d; ++x) {
-        buf.kt[x * bsp + n] = 0.f;
+        if (!rowmajor) buf.kt[x * bsp + n] = 0.f;
         buf.v[n * dp + x] = 0.f;
       }
     }
-    scores(buf.q.data(), buf.kt.data(), buf.s.data(), rows_pad, dp, bsp, ncols);
+    if (rowmajor)
+      scores_rowmajor(buf.q.data(), buf.kt.data(), buf.s.data(), rows_pad, dp, bsp, nvalid);
+    else
+      scores(buf.q.data(), buf.kt.data(), buf.s.data(), rows_pad, dp, bsp, ncols);
     for (int64_t r = 0; r < rows_pad; ++r) {
       float* s = buf.s.data() + r * bsp;
       const int64_t nv = r < rows ? std::max<int64_t>(0, std::min(nvalid, limit[r] - base)) : 0;

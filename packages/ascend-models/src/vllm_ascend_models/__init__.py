@@ -59,9 +59,11 @@ def register() -> None:
         version = check_vllm_version()
         from vllm_ascend_models import ir_kernels
         from vllm_ascend_models._custom_ops import register_custom_ops
+        from vllm_ascend_models.moe import register_moe
 
         ir_kernels.register_ir_kernels()
         register_custom_ops()
+        register_moe()
         _registered = True
         logger.debug("vllm-ascend-models %s registered on vLLM %s", __version__, version)
 

@@ -1,0 +1,172 @@
+"""Ascend MoE at vLLM 0.32's override point: the unquantized fused-MoE method.
+
+vLLM 0.32 builds MoE layers with ``FusedMoEFactory`` (``fused_moe/layer.py``): a router, a
+``RoutedExperts`` layer holding the expert weights and its quant method, and a ``MoERunner``.
+On an out-of-tree platform ``select_unquantized_moe_backend`` returns ``OOT`` and builds no kernel
+(``process_weights_after_loading`` leaves it to us). ``AscendUnquantizedFusedMoEMethod`` replaces
+``UnquantizedFusedMoEMethod`` through ``CustomOp.register_oot`` and is *monolithic*: the runner
+hands it the router logits (``MoERunner._apply_quant_method``), so routing runs on
+``ascend_ops.moe_gating_top_k`` instead of vLLM's CUDA/CPU routers, and the experts run as
+init routing -> grouped matmul (w13) -> SwiGLU -> grouped matmul (w2) -> finalize routing.
+
+Weights keep vLLM's layout: ``w13_weight`` [E_local, 2I, H] (gate rows then up rows), ``w2_weight``
+[E_local, H, I]; the grouped matmuls read them transposed (views, no copy), so weight reloads
+(RL updates) need nothing extra. Expert parallelism: vLLM's ``expert_map`` (global id -> local slot
+or -1) turns non-local choices into zero-weight rows; the runner's final all-reduce over the EP
+group (our device communicator) sums the ranks' partial outputs.
+
+Unsupported settings fail while the model is built (start-up), naming the setting.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+
+import ascend_ops
+
+logger = logging.getLogger("vllm.ascend.models")
+
+SCORING_FUNCTIONS = ("softmax", "sigmoid")
+
+
+def validate_moe_settings(*, num_experts: int, top_k: int, ep_size: int, scoring_func: str | None,
+                          activation: str, num_expert_group: int | None = None,
+                          topk_group: int | None = None) -> None:
+    """Raise ValueError naming the HF/vLLM setting when our MoE path cannot run this layer."""
+    if not 1 <= top_k <= num_experts:
+        raise ValueError(
+            f"MoE top-k (num_experts_per_tok={top_k}) must be between 1 and the number of experts "
+            f"({num_experts}); fix the model config"
+        )
+    if ep_size > 1 and num_experts % ep_size:
+        raise ValueError(
+            f"number of experts ({num_experts}) is not divisible by the expert-parallel size "
+            f"({ep_size} = tensor_parallel_size x data_parallel_size with enable_expert_parallel); "
+            "choose a parallel size that divides it"
+        )
+    if scoring_func is not None and scoring_func not in SCORING_FUNCTIONS:
+        raise ValueError(
+            f"MoE scoring_func={scoring_func!r} is not supported on Ascend; supported: {SCORING_FUNCTIONS}"
+        )
+    if activation != "silu":
+        raise ValueError(f"MoE activation {activation!r} is not supported on Ascend (supported: 'silu')")
+    groups = num_expert_group or 1
+    if groups > 1:
+        if num_experts % groups:
+            raise ValueError(f"n_group={groups} must divide the number of experts ({num_experts})")
+        if not 1 <= (topk_group or 1) <= groups:
+            raise ValueError(f"topk_group={topk_group} must be between 1 and n_group={groups}")
+
+
+def _method_class():
+    from vllm.model_executor.layers.fused_moe.unquantized_fused_moe_method import (
+        UnquantizedFusedMoEMethod,
+    )
+
+    class AscendUnquantizedFusedMoEMethod(UnquantizedFusedMoEMethod):
+        """Unquantized MoE on ``ascend_ops`` (routing + grouped matmuls); monolithic."""
+
+        def __init__(self, moe):
+            super().__init__(moe)
+            par = moe.moe_parallel_config
+            validate_moe_settings(
+                num_experts=moe.num_experts,
+                top_k=moe.experts_per_token,
+                ep_size=par.ep_size if par.use_ep else 1,
+                scoring_func=None,
+                activation=moe.activation.value,
+            )
+
+        @property
+        def is_monolithic(self) -> bool:
+            return True
+
+        def create_weights(self, layer, *args, **kwargs):
+            validate_moe_settings(
+                num_experts=layer.global_num_experts,
+                top_k=layer.top_k,
+                ep_size=1,
+                scoring_func=layer.scoring_func,
+                activation=layer.activation.value,
+                num_expert_group=layer.num_expert_group if layer.use_grouped_topk else None,
+                topk_group=layer.topk_group if layer.use_grouped_topk else None,
+            )
+            if layer.custom_routing_function is not None:
+                raise ValueError(
+                    "custom MoE routing functions (custom_routing_function, e.g. Llama 4) are not "
+                    "supported on Ascend yet"
+                )
+            if layer.apply_router_weight_on_input:
+                raise ValueError("apply_router_weight_on_input=True is not supported on Ascend yet")
+            if self.moe.has_bias:
+                raise ValueError("MoE expert biases (has_bias) are not supported on Ascend yet")
+            return super().create_weights(layer, *args, **kwargs)
+
+        def apply_monolithic(self, layer, x, router_logits, input_ids=None):
+            return ascend_moe_forward(layer, x, router_logits)
+
+    AscendUnquantizedFusedMoEMethod.__qualname__ = "AscendUnquantizedFusedMoEMethod"
+    AscendUnquantizedFusedMoEMethod.__module__ = __name__
+    return UnquantizedFusedMoEMethod, AscendUnquantizedFusedMoEMethod
+
+
+def ascend_moe_forward(layer, x: torch.Tensor, router_logits: torch.Tensor) -> torch.Tensor:
+    """Routed-experts output [T, H] for ``x`` [T, H] and ``router_logits`` [T, E_global].
+
+    ``layer`` is vLLM's ``RoutedExperts`` (weights and routing settings). Non-local experts (EP)
+    contribute zero; the runner reduces across ranks.
+    """
+    grouped = bool(layer.use_grouped_topk) and (layer.num_expert_group or 1) > 1
+    weights, ids = ascend_ops.moe_gating_top_k(
+        router_logits,
+        layer.top_k,
+        scoring=layer.scoring_func,
+        renormalize=bool(layer.renormalize),
+        num_expert_group=layer.num_expert_group if grouped else 1,
+        topk_group=layer.topk_group if grouped else 1,
+        routed_scaling_factor=float(layer.routed_scaling_factor),
+        bias=layer.e_score_correction_bias,
+    )
+    expert_map = layer.expert_map
+    if expert_map is not None:
+        local = expert_map[ids.long()]
+        weights = torch.where(local >= 0, weights, torch.zeros_like(weights))
+        ids = local.clamp(min=0).to(torch.int32)
+    num_local = layer.w13_weight.shape[0]
+    expanded_x, row_idx, expanded_ids = ascend_ops.moe_init_routing(x, ids)
+    counts = torch.bincount(expanded_ids.long(), minlength=num_local)
+    w13 = layer.w13_weight.transpose(1, 2)  # [E, H, 2I]
+    w2 = layer.w2_weight.transpose(1, 2)  # [E, I, H]
+    h = ascend_ops.grouped_matmul(expanded_x, w13, counts)
+    y = ascend_ops.grouped_matmul(ascend_ops.swiglu(h), w2, counts)
+    return ascend_ops.moe_finalize_routing(y, weights.to(y.dtype), row_idx, ids)
+
+
+_registered = False
+
+
+def register_moe() -> bool:
+    """Register ``AscendUnquantizedFusedMoEMethod`` for ``UnquantizedFusedMoEMethod`` (OOT slot).
+
+    Idempotent; returns True when newly registered. RuntimeError when another plugin holds the slot.
+    """
+    global _registered
+    from vllm.model_executor.custom_op import op_registry_oot
+
+    upstream, ours = _method_class()
+    slot = upstream.__name__
+    holder = op_registry_oot.get(slot)
+    if holder is not None:
+        if getattr(holder, "__module__", None) == __name__:
+            return False
+        raise RuntimeError(
+            f"vLLM CustomOp {slot!r} is already replaced out of tree by {holder.__module__}."
+            f"{holder.__qualname__}; vllm-ascend-models cannot register its MoE method"
+        )
+    upstream.register_oot(ours)
+    ours.name = upstream.name
+    _registered = True
+    logger.debug("Registered Ascend MoE method for %s", slot)
+    return True

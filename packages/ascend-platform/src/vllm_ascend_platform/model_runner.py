@@ -55,36 +55,11 @@ def _device_stream_api() -> Iterator[None]:
             setattr(torch.cuda, name, value)
 
 
-def _host_accelerator_noops() -> None:
-    """Make ``torch.accelerator`` sync/cache calls no-ops: emulation has no accelerator.
-
-    vLLM's loaders and runner call ``torch.accelerator.synchronize()`` and
-    ``empty_cache()`` unconditionally; CPU-only torch raises for both. vLLM's own
-    CPU runner does the same replacement. Two distinct functions, because
-    Dynamo keys its handling on the ``synchronize`` object.
-    """
-
-    def synchronize(*args: Any, **kwargs: Any) -> None:
-        return None
-
-    def empty_cache(*args: Any, **kwargs: Any) -> None:
-        return None
-
-    def empty_host_cache(*args: Any, **kwargs: Any) -> None:
-        return None
-
-    torch.accelerator.synchronize = synchronize
-    torch.accelerator.empty_cache = empty_cache
-    torch.accelerator.empty_host_cache = empty_host_cache
-
-
 class NPUModelRunner(GPUModelRunner):
     """Model runner for Ascend NPUs and for CPU emulation mode."""
 
     def __init__(self, vllm_config: VllmConfig, device: torch.device) -> None:
         self.emulated = envs.emulate()
-        if self.emulated:
-            _host_accelerator_noops()
         with _device_stream_api():
             super().__init__(vllm_config, device)
         self.use_cuda_graph = False

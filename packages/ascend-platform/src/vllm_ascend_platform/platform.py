@@ -26,6 +26,10 @@ if TYPE_CHECKING:
 logger = init_logger("vllm.ascend.platform")
 
 EMULATED = envs.emulate()
+if EMULATED:
+    from vllm_ascend_platform.emulation import install_host_accelerator
+
+    install_host_accelerator()
 
 #: qualified names of classes in sibling layers (the platform never imports them directly)
 WORKER_CLS = "vllm_ascend_platform.worker.NPUWorker"
@@ -182,7 +186,29 @@ class NPUPlatform(Platform):
 
     @classmethod
     def get_device_communicator_cls(cls) -> str:
+        from vllm_ascend_platform.layers import require_layer
+
+        require_layer("vllm_ascend_comm", "comm")
         return COMMUNICATOR_CLS
+
+    @classmethod
+    def stateless_init_device_torch_dist_pg(
+        cls,
+        backend: str,
+        prefix_store: Any,
+        group_rank: int,
+        group_size: int,
+        timeout: Any,
+    ) -> Any:
+        """Create a device process group outside torch's global state (data parallel)."""
+        from vllm_ascend_platform.layers import require_layer
+
+        require_layer("vllm_ascend_comm", "comm")
+        from vllm_ascend_comm.stateless import stateless_init_device_torch_dist_pg
+
+        return stateless_init_device_torch_dist_pg(
+            backend, prefix_store, group_rank, group_size, timeout
+        )
 
     @classmethod
     def get_punica_wrapper(cls) -> str:

@@ -44,7 +44,8 @@ def server_command(model: str, port: int, extra: list[str]) -> list[str]:
             "--model", model, "--served-model-name", SERVED_NAME,
             "--host", "127.0.0.1", "--port", str(port),
             "--dtype", "float32", "--max-model-len", "1024",
-            "--gpu-memory-utilization", "0.5", "--enforce-eager", *extra]
+            "--gpu-memory-utilization", "0.5", "--enforce-eager",
+            "--shutdown-timeout", "10", *extra]  # drain, not abort, on SIGINT
 
 
 def server_env() -> dict[str, str]:
@@ -68,7 +69,7 @@ def wait_healthy(base: str, proc: subprocess.Popen | None, timeout_s: float) -> 
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
             raise RuntimeError(f"the vLLM server exited with code {proc.returncode} before "
-                               "becoming healthy (its log is above)")
+                               "becoming healthy (see its log)")
         try:
             with urllib.request.urlopen(f"{base}/health", timeout=5) as r:
                 if r.status == 200:
@@ -123,20 +124,25 @@ def main(argv: list[str] | None = None) -> int:
     port = args.port or free_port()
     base = f"http://127.0.0.1:{port}"
     cmd = server_command(model, port, server_extra)
-    _log("starting: VLLM_ASCEND_EMULATE=1 " + " ".join(cmd[1:]))
-    proc = subprocess.Popen(cmd, env=server_env())
-    try:
-        t0 = time.monotonic()
-        wait_healthy(base, proc, args.startup_timeout)
-        _log(f"server healthy after {time.monotonic() - t0:.0f}s; asking: {args.question}")
-        answer = ask(base, args.question, args.max_tokens)
-        print(f"Q: {args.question}\nA: {answer}", flush=True)
-    except RuntimeError as exc:
-        _log(f"error: {exc}")
-        return 1
-    finally:
-        _log("stopping the server")
-        stop(proc)
+    log_path = demo_model.cache_root() / "demo-server.log"
+    _log("starting: VLLM_ASCEND_EMULATE=1 python " + " ".join(cmd[1:]))
+    _log(f"server log: {log_path} (start-up takes about a minute or two on 2 cores)")
+    with open(log_path, "wb") as log_file:
+        proc = subprocess.Popen(cmd, env=server_env(), stdout=log_file, stderr=subprocess.STDOUT)
+        try:
+            t0 = time.monotonic()
+            wait_healthy(base, proc, args.startup_timeout)
+            _log(f"server healthy after {time.monotonic() - t0:.0f}s; asking: {args.question}")
+            answer = ask(base, args.question, args.max_tokens)
+            print(f"Q: {args.question}\nA: {answer}", flush=True)
+        except Exception as exc:
+            _log(f"error: {type(exc).__name__}: {exc}")
+            _log(f"last lines of {log_path}:")
+            sys.stderr.write("".join(log_path.read_text(errors="replace").splitlines(True)[-60:]))
+            return 1
+        finally:
+            _log("stopping the server")
+            stop(proc)
     return 0
 
 

@@ -22,9 +22,8 @@ from __future__ import annotations
 
 import logging
 
-import torch
-
 import ascend_ops
+import torch
 
 logger = logging.getLogger("vllm.ascend.models")
 

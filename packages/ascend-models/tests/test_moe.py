@@ -1,0 +1,118 @@
+"""Ascend MoE method: registration, the routed-experts forward against a naive per-token oracle
+(written here from the HF Qwen3-MoE / Mixtral / DeepSeek-V2 semantics), expert-parallel split sums
+equal the unsplit layer, and bad settings raise naming the setting."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+from vllm_ascend_models.moe import ascend_moe_forward, validate_moe_settings
+
+E, H, INTER, T = 8, 16, 12, 7
+
+
+def _layer(top_k=2, renormalize=True, scoring="softmax", groups=None, topk_group=None, bias=None,
+           scale=1.0, expert_map=None, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return SimpleNamespace(
+        top_k=top_k, renormalize=renormalize, scoring_func=scoring, use_grouped_topk=groups is not None,
+        num_expert_group=groups, topk_group=topk_group, e_score_correction_bias=bias,
+        routed_scaling_factor=scale, expert_map=expert_map,
+        w13_weight=torch.randn(E, 2 * INTER, H, generator=g) / H**0.5,  # vLLM layout [E, 2I, H]
+        w2_weight=torch.randn(E, H, INTER, generator=g) / INTER**0.5,  # [E, H, I]
+    )
+
+
+def _naive(layer, x, logits):
+    """Per token: score, (group-)select, weight, run each chosen expert's SwiGLU MLP, sum (float64)."""
+    out = torch.zeros(x.shape, dtype=torch.float64)
+    for t in range(x.shape[0]):
+        s = logits[t].double()
+        scores = torch.softmax(s, -1) if layer.scoring_func == "softmax" else torch.sigmoid(s)
+        choice = scores + (layer.e_score_correction_bias.double() if layer.e_score_correction_bias is not None else 0)
+        if layer.use_grouped_topk:
+            per = E // layer.num_expert_group
+            groups = choice.view(layer.num_expert_group, per)
+            gs = groups.topk(2, -1).values.sum(-1) if layer.e_score_correction_bias is not None else groups.max(-1).values
+            keep = gs.topk(layer.topk_group).indices
+            mask = torch.full_like(choice, float("-inf"))
+            for gi in keep.tolist():
+                mask[gi * per:(gi + 1) * per] = 0
+            choice = choice + mask
+        ids = choice.topk(layer.top_k).indices
+        w = scores[ids]
+        if layer.renormalize:
+            w = w / w.sum()
+        w = w * layer.routed_scaling_factor
+        for wi, e in zip(w, ids.tolist(), strict=True):
+            gate_up = layer.w13_weight[e].double() @ x[t].double()
+            act = torch.nn.functional.silu(gate_up[:INTER]) * gate_up[INTER:]
+            out[t] += wi * (layer.w2_weight[e].double() @ act)
+    return out
+
+
+CASES = {
+    "qwen3_moe(softmax, renormalize)": dict(),
+    "softmax no renormalize": dict(renormalize=False),
+    "deepseek_v2(group max, scale)": dict(renormalize=False, groups=4, topk_group=2, scale=1.5),
+    "deepseek_v3(sigmoid, bias, top2-sum groups)": dict(scoring="sigmoid", groups=4, topk_group=2,
+                                                        bias=torch.linspace(-0.1, 0.1, E), scale=2.5),
+}
+
+
+@pytest.mark.parametrize("case", CASES, ids=list(CASES))
+def test_forward_matches_naive_oracle(case):
+    layer = _layer(**CASES[case])
+    g = torch.Generator().manual_seed(1)
+    x, logits = torch.randn(T, H, generator=g), torch.randn(T, E, generator=g)
+    torch.testing.assert_close(ascend_moe_forward(layer, x, logits).double(), _naive(layer, x, logits),
+                               atol=1e-5, rtol=1e-5)
+
+
+def test_expert_parallel_halves_sum_to_full_layer():
+    """EP=2 emulated in one process: each rank holds half the experts (vLLM expert_map: global id ->
+    local slot or -1); the sum of the ranks' outputs (the runner's all-reduce) equals EP=1."""
+    full = _layer(groups=4, topk_group=2, renormalize=False, scale=1.5)
+    g = torch.Generator().manual_seed(2)
+    x, logits = torch.randn(T, H, generator=g), torch.randn(T, E, generator=g)
+    total = torch.zeros(T, H)
+    for rank in range(2):
+        local = range(rank * E // 2, (rank + 1) * E // 2)
+        emap = torch.full((E,), -1, dtype=torch.int32)
+        emap[list(local)] = torch.arange(E // 2, dtype=torch.int32)
+        part = SimpleNamespace(**{**vars(full), "expert_map": emap,
+                                  "w13_weight": full.w13_weight[list(local)],
+                                  "w2_weight": full.w2_weight[list(local)]})
+        total += ascend_moe_forward(part, x, logits)
+    torch.testing.assert_close(total, ascend_moe_forward(full, x, logits), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        (dict(top_k=9), "num_experts_per_tok=9"),
+        (dict(ep_size=3), "expert-parallel size"),
+        (dict(scoring_func="sqrtsoftplus"), "scoring_func='sqrtsoftplus'"),
+        (dict(activation="gelu"), "activation 'gelu'"),
+        (dict(num_expert_group=3, topk_group=1), "n_group=3"),
+        (dict(num_expert_group=4, topk_group=5), "topk_group=5"),
+    ],
+)
+def test_bad_settings_name_the_setting(kw, match):
+    args = dict(num_experts=E, top_k=2, ep_size=1, scoring_func="softmax", activation="silu")
+    args.update(kw)
+    with pytest.raises(ValueError, match=match):
+        validate_moe_settings(**args)
+
+
+def test_register_replaces_unquantized_method():
+    from vllm.model_executor.custom_op import op_registry_oot
+    from vllm.model_executor.layers.fused_moe.unquantized_fused_moe_method import (
+        UnquantizedFusedMoEMethod,
+    )
+
+    ours = op_registry_oot["UnquantizedFusedMoEMethod"]
+    assert issubclass(ours, UnquantizedFusedMoEMethod) and ours.__module__ == "vllm_ascend_models.moe"
+    assert ours.name == UnquantizedFusedMoEMethod.name

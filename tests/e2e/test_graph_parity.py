@@ -33,35 +33,10 @@ MAX_TOKENS = 8
 CAPTURE_SIZES = [1, 2, 4, 8, 16]
 
 
-def _prototype_platform_contract(monkeypatch):
-    import torch
-    from ascend_ops import device
-
-    import vllm_ascend_graph as g
-    from vllm_ascend_platform import model_runner as mr
-    from vllm_ascend_platform.platform import NPUPlatform
-    from vllm_ascend_platform.worker import NPUWorker
-
-    monkeypatch.setattr(NPUPlatform, "support_static_graph_mode", classmethod(lambda cls: True))
-    monkeypatch.setattr(NPUPlatform, "get_static_graph_wrapper_cls", classmethod(lambda cls: g.WRAPPER_CLS))
-    monkeypatch.setattr(NPUPlatform, "get_compile_backend", classmethod(lambda cls: g.COMPILER_CLS))
-    monkeypatch.setattr(NPUPlatform, "get_pass_manager_cls", classmethod(lambda cls: g.PASS_MANAGER_CLS))
-    monkeypatch.setattr(torch.accelerator, "get_memory_info", lambda *a, **k: device.mem_get_info())
-    original = NPUWorker.compile_or_warm_up_model
-
-    def warm_up_and_capture(self):
-        with mr._device_stream_api():
-            self.model_runner.capture_model()
-        return original(self)
-
-    monkeypatch.setattr(NPUWorker, "compile_or_warm_up_model", warm_up_and_capture)
-
-
 @pytest.fixture(scope="module")
 def graph_llm(model_path):
     mp = pytest.MonkeyPatch()
     mp.setenv("VLLM_DISABLE_COMPILE_CACHE", "1")  # passes must run, not a cached artifact
-    _prototype_platform_contract(mp)
     from vllm import LLM
 
     llm = LLM(model=model_path, dtype="float32", max_model_len=512, max_num_seqs=16,
@@ -87,7 +62,6 @@ def eager_tokens(model_path):
 
 def test_capture_sizes_and_wrappers(graph_llm):
     from vllm.config import CUDAGraphMode
-
     from vllm_ascend_graph.wrapper import ACLGraphWrapper
 
     comp = graph_llm.llm_engine.vllm_config.compilation_config
@@ -102,7 +76,6 @@ def test_capture_sizes_and_wrappers(graph_llm):
 @pytest.mark.parametrize("batch", BATCHES)
 def test_greedy_tokens_equal_eager(graph_llm, eager_tokens, batch):
     from vllm import SamplingParams
-
     from vllm_ascend_graph.wrapper import ACLGraphWrapper
 
     before = sum(e.num_replays for w in ACLGraphWrapper._all_instances for e in w.entries.values())

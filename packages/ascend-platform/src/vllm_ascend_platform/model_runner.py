@@ -29,7 +29,7 @@ logger = init_logger("vllm.ascend.model_runner")
 
 
 @contextlib.contextmanager
-def _device_stream_api() -> Iterator[None]:
+def device_stream_api() -> Iterator[None]:
     """Route the CUDA stream/event API that GPUModelRunner calls to ``ascend_ops.device``.
 
     GPUModelRunner names ``torch.cuda.Stream``/``Event``/``current_stream``/``stream``
@@ -60,9 +60,8 @@ class NPUModelRunner(GPUModelRunner):
 
     def __init__(self, vllm_config: VllmConfig, device: torch.device) -> None:
         self.emulated = envs.emulate()
-        with _device_stream_api():
+        with device_stream_api():
             super().__init__(vllm_config, device)
-        self.use_cuda_graph = False
         if self.emulated:
             self._collapse_device_buffers()
 
@@ -91,11 +90,11 @@ class NPUModelRunner(GPUModelRunner):
             device.synchronize()
 
     def execute_model(self, *args: Any, **kwargs: Any) -> Any:
-        with _device_stream_api():
+        with device_stream_api():
             return super().execute_model(*args, **kwargs)
 
     def sample_tokens(self, *args: Any, **kwargs: Any) -> Any:
-        with _device_stream_api():
+        with device_stream_api():
             return super().sample_tokens(*args, **kwargs)
 
     def _to_list(self, sampled_token_ids: torch.Tensor) -> list[list[int]]:
@@ -112,10 +111,24 @@ class NPUModelRunner(GPUModelRunner):
         logger.info("Loading model %s (CPU emulation).", self.model_config.model)
         self.model = get_model(vllm_config=self.vllm_config)
         self.model_memory_usage = _module_bytes(self.model)
+        self._wrap_full_graph()
         logger.info_once(
             "Model weights take %.3f GiB of emulated device memory.",
             self.model_memory_usage / (1 << 30),
         )
+
+    def _wrap_full_graph(self) -> None:
+        """FULL/FULL_DECODE_ONLY/FULL_AND_PIECEWISE: wrap the model in the static graph
+        wrapper the platform names (ACLGraphWrapper), as GPUModelRunner does with
+        CUDAGraphWrapper."""
+        from vllm.config import CUDAGraphMode
+        from vllm.platforms import current_platform
+        from vllm.utils.import_utils import resolve_obj_by_qualname
+
+        if not self.compilation_config.cudagraph_mode.has_full_cudagraphs():
+            return
+        wrapper_cls = resolve_obj_by_qualname(current_platform.get_static_graph_wrapper_cls())
+        self.model = wrapper_cls(self.model, self.vllm_config, runtime_mode=CUDAGraphMode.FULL)
 
     def get_model(self) -> nn.Module:
         return self.model

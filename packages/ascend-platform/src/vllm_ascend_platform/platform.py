@@ -35,6 +35,7 @@ if EMULATED:
 WORKER_CLS = "vllm_ascend_platform.worker.NPUWorker"
 COMMUNICATOR_CLS = "vllm_ascend_comm.communicator.NPUCommunicator"
 ATTENTION_LAYER = "vllm_ascend_attention"
+GRAPH_LAYER = "vllm_ascend_graph"
 EMULATED_SOC = "Ascend910B (emulated on CPU)"
 
 
@@ -216,7 +217,30 @@ class NPUPlatform(Platform):
 
     @classmethod
     def support_static_graph_mode(cls) -> bool:
-        return False
+        """ACL graphs are available when the graph layer is installed."""
+        from vllm_ascend_platform.layers import import_optional
+
+        return import_optional(GRAPH_LAYER) is not None
+
+    @classmethod
+    def get_static_graph_wrapper_cls(cls) -> str:
+        from vllm_ascend_platform.layers import require_layer
+
+        return require_layer(GRAPH_LAYER, "graph").WRAPPER_CLS
+
+    @classmethod
+    def get_compile_backend(cls) -> str:
+        from vllm_ascend_platform.layers import import_optional
+
+        graph = import_optional(GRAPH_LAYER)
+        return graph.COMPILER_CLS if graph is not None else cls.simple_compile_backend
+
+    @classmethod
+    def get_pass_manager_cls(cls) -> str:
+        from vllm_ascend_platform.layers import import_optional
+
+        graph = import_optional(GRAPH_LAYER)
+        return graph.PASS_MANAGER_CLS if graph is not None else super().get_pass_manager_cls()
 
     @classmethod
     def support_hybrid_kv_cache(cls) -> bool:

@@ -21,7 +21,7 @@ from vllm.v1.worker.workspace import init_workspace_manager
 
 from vllm_ascend_platform import envs
 from vllm_ascend_platform.memory import KVBudget, activation_estimate, check_kv_budget
-from vllm_ascend_platform.model_runner import NPUModelRunner
+from vllm_ascend_platform.model_runner import NPUModelRunner, device_stream_api
 
 logger = init_logger("vllm.ascend.worker")
 
@@ -112,7 +112,12 @@ class NPUWorker(Worker):
         )
 
     def compile_or_warm_up_model(self) -> CompilationTimes:
-        """Eager execution: nothing to capture; reset the seed after profiling."""
+        """Capture ACL graphs when a graph mode is on; reset the seed after profiling."""
+        from vllm.config import CUDAGraphMode
+
+        if self.compilation_config.cudagraph_mode != CUDAGraphMode.NONE:
+            with device_stream_api():
+                self.model_runner.capture_model()
         set_random_seed(self.model_config.seed)
         return CompilationTimes(
             language_model=self.compilation_config.compilation_time,

@@ -13,7 +13,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-
 from vllm_ascend_platform import config as cfg
 from vllm_ascend_platform.config import AscendConfigError, parse_additional_config
 

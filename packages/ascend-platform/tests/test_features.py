@@ -8,7 +8,6 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-
 from vllm_ascend_platform.config import AscendConfig
 from vllm_ascend_platform.features import UnsupportedFeatureError, check_features
 

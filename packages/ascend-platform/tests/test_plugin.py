@@ -15,7 +15,6 @@ import types
 from types import SimpleNamespace
 
 import pytest
-
 from vllm_ascend_platform import patches, plugin
 from vllm_ascend_platform.config import AscendConfigError
 from vllm_ascend_platform.features import UnsupportedFeatureError

@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib.metadata
 
 import pytest
-
 from vllm_ascend_platform import version_check
 
 

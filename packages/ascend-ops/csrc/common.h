@@ -26,49 +26,45 @@ inline uint32_t float_to_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); ret
 
 inline float to_float(float v) { return v; }
 inline float to_float(bf16 v) { return bits_to_float(uint32_t(v.bits) << 16); }
+// The conversions below are written with selects instead of branches so loops vectorize.
 inline float to_float(f16 v) {
   const uint32_t h = v.bits;
   const uint32_t sign = (h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1fu;
   const uint32_t mant = h & 0x3ffu;
-  if (exp == 0) {
-    const float mag = float(mant) * 5.9604644775390625e-08f;  // mant * 2^-24
-    return sign ? -mag : mag;
-  }
-  if (exp == 31) return bits_to_float(sign | 0x7f800000u | (mant << 13));
-  return bits_to_float(sign | ((exp + 112u) << 23) | (mant << 13));
+  const float sub = float(mant) * 5.9604644775390625e-08f;  // subnormal: mant * 2^-24
+  const uint32_t normal = sign | ((exp + 112u) << 23) | (mant << 13);
+  const uint32_t special = sign | 0x7f800000u | (mant << 13);  // inf / nan
+  const uint32_t bits = exp == 31 ? special : normal;
+  const float mag = bits_to_float(bits);
+  const float subs = sign ? -sub : sub;
+  return exp == 0 ? subs : mag;
 }
 
 template <typename T> inline T from_float(float f);
 template <> inline float from_float<float>(float f) { return f; }
 template <> inline bf16 from_float<bf16>(float f) {  // round to nearest even, quiet NaN
-  uint32_t u = float_to_bits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return bf16{uint16_t((u >> 16) | 0x40u)};
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return bf16{uint16_t(u >> 16)};
+  const uint32_t u = float_to_bits(f);
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const uint32_t nan = (u >> 16) | 0x40u;
+  return bf16{uint16_t((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded)};
 }
 template <> inline f16 from_float<f16>(float f) {  // round to nearest even (F. Giesen's method)
-  uint32_t u = float_to_bits(f);
-  const uint32_t sign = u & 0x80000000u;
-  u ^= sign;
-  uint32_t o;
-  if (u >= 0x47800000u) {
-    o = (u > 0x7f800000u) ? 0x7e00u : 0x7c00u;
-  } else if (u < 0x38800000u) {
-    const float t = bits_to_float(u) + 0.5f;
-    o = float_to_bits(t) - 0x3f000000u;
-  } else {
-    const uint32_t mant_odd = (u >> 13) & 1u;
-    u += 0xc8000fffu + mant_odd;
-    o = u >> 13;
-  }
+  const uint32_t all = float_to_bits(f);
+  const uint32_t sign = all & 0x80000000u;
+  const uint32_t u = all ^ sign;
+  const uint32_t inf_nan = (u > 0x7f800000u) ? 0x7e00u : 0x7c00u;
+  const uint32_t sub = float_to_bits(bits_to_float(u) + 0.5f) - 0x3f000000u;
+  const uint32_t normal = (u + 0xc8000fffu + ((u >> 13) & 1u)) >> 13;
+  const uint32_t o = u >= 0x47800000u ? inf_nan : (u < 0x38800000u ? sub : normal);
   return f16{uint16_t(o | (sign >> 16))};
 }
 
 // exp(x) for x <= 0-ish ranges used by softmax; ~2 ulp, branch-free so loops vectorize.
 inline float fast_exp(float x) {
   x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
-  const float n = std::floor(x * 1.44269504088896341f + 0.5f);
+  // round to nearest via the 1.5 * 2^23 trick (floor() would block vectorization)
+  const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;

@@ -104,9 +104,15 @@ def test_non_dict_additional_config_refused():
 
 
 def test_init_and_get(monkeypatch):
+    import vllm.config
+
     monkeypatch.setattr(cfg, "_current", None)
+    monkeypatch.setattr(vllm.config, "get_current_vllm_config_or_none", lambda: None)
     with pytest.raises(RuntimeError, match="init_ascend_config"):
         cfg.get_ascend_config()
+    current = SimpleNamespace(additional_config={"ascend_compilation_config": {"fuse_swiglu": False}})
+    monkeypatch.setattr(vllm.config, "get_current_vllm_config_or_none", lambda: current)
+    assert cfg.get_ascend_config().ascend_compilation_config.fuse_swiglu is False
     c = cfg.init_ascend_config(SimpleNamespace(additional_config={"enable_weight_nz": False}))
     assert cfg.get_ascend_config() is c
 

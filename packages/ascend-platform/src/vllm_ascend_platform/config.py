@@ -176,10 +176,21 @@ def init_ascend_config(vllm_config: Any) -> AscendConfig:
 def get_ascend_config() -> AscendConfig:
     """This process's AscendConfig.
 
+    When ``init_ascend_config`` has not run in this process (workers receive a finished
+    ``VllmConfig``), it is parsed from the config vLLM has made current
+    (``set_current_vllm_config``), if any.
+
     Raises:
-        RuntimeError: ``init_ascend_config`` has not run in this process.
+        RuntimeError: no AscendConfig has been initialised and no vLLM config is current.
     """
     if _current is None:
+        try:
+            from vllm.config import get_current_vllm_config_or_none
+        except ImportError:
+            get_current_vllm_config_or_none = None
+        current = get_current_vllm_config_or_none() if get_current_vllm_config_or_none else None
+        if current is not None:
+            return init_ascend_config(current)
         raise RuntimeError(
             "AscendConfig is not initialised in this process; call "
             "vllm_ascend_platform.config.init_ascend_config(vllm_config) first."

@@ -27,18 +27,14 @@ inline uint32_t float_to_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); ret
 inline float to_float(float v) { return v; }
 inline float to_float(bf16 v) { return bits_to_float(uint32_t(v.bits) << 16); }
 // The conversions below are written with selects instead of branches so loops vectorize.
-inline float to_float(f16 v) {
+inline float to_float(f16 v) {  // F. Giesen's half_to_float, with integer selects
   const uint32_t h = v.bits;
-  const uint32_t sign = (h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1fu;
-  const uint32_t mant = h & 0x3ffu;
-  const float sub = float(mant) * 5.9604644775390625e-08f;  // subnormal: mant * 2^-24
-  const uint32_t normal = sign | ((exp + 112u) << 23) | (mant << 13);
-  const uint32_t special = sign | 0x7f800000u | (mant << 13);  // inf / nan
-  const uint32_t bits = exp == 31 ? special : normal;
-  const float mag = bits_to_float(bits);
-  const float subs = sign ? -sub : sub;
-  return exp == 0 ? subs : mag;
+  const uint32_t o = ((h & 0x7fffu) << 13) + (112u << 23);
+  const uint32_t exp = (h & 0x7c00u) << 13;
+  const uint32_t inf_nan = o + (112u << 23);
+  const uint32_t sub = float_to_bits(bits_to_float(o + (1u << 23)) - bits_to_float(113u << 23));
+  const uint32_t r = exp == (0x7c00u << 13) ? inf_nan : (exp == 0 ? sub : o);
+  return bits_to_float(r | ((h & 0x8000u) << 16));
 }
 
 template <typename T> inline T from_float(float f);

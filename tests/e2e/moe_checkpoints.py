@@ -39,6 +39,7 @@ def save_tiny(kind: str, out_dir: Path, smol_path: str, seed: int = 0, **overrid
                                          num_local_experts=4, num_experts_per_tok=2)
         cls = transformers.MixtralForCausalLM
     elif kind == "deepseek_v2":
+        common["num_key_value_heads"] = common["num_attention_heads"]  # MLA: one latent for all heads
         cfg = transformers.DeepseekV2Config(**common, intermediate_size=96, moe_intermediate_size=32,
                                             kv_lora_rank=512, q_lora_rank=None, qk_rope_head_dim=64,
                                             qk_nope_head_dim=32, v_head_dim=32,

@@ -35,3 +35,15 @@ def _parity(path, label):
 @pytest.mark.parametrize("kind", ["qwen3_moe", "mixtral"])
 def test_moe_greedy_parity(kind, model_path, tmp_path):
     _parity(save_tiny(kind, tmp_path / kind, model_path), f"{kind} tiny")
+
+
+def test_top_k_above_expert_count_fails_at_startup(model_path, tmp_path):
+    """num_experts_per_tok > num_experts: LLM() start-up fails naming the setting."""
+    path = save_tiny("qwen3_moe", tmp_path / "bad", model_path, num_experts_per_tok=9)
+    from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
+
+    try:
+        with pytest.raises(Exception, match="num_experts_per_tok=9"):
+            close_llm(make_llm(path, max_model_len=128))
+    finally:
+        cleanup_dist_env_and_memory()  # the failed start may leave the process group behind

@@ -167,23 +167,21 @@ class NPUPlatform(Platform):
         from vllm_ascend_platform.layers import require_layer
 
         attention = require_layer(ATTENTION_LAYER, "attention")
-        if attn_selector_config.use_sparse:
-            raise NotImplementedError(
-                "Sparse attention (e.g. DeepSeek V3.2 DSA) is not built for Ascend yet."
-            )
-        if attn_selector_config.use_mla:
-            raise NotImplementedError(
-                "MLA models (DeepSeek-V2/V3 style latent attention) are not built for Ascend "
-                "yet; serve a dense GQA/MQA model."
-            )
-        if selected_backend is not None and selected_backend.name != "ASCEND_ATTN":
+        if selected_backend is not None and selected_backend.name not in ("ASCEND_ATTN", "ASCEND_MLA"):
             raise ValueError(
                 f"Attention backend {selected_backend.name} is not available on Ascend; "
-                "remove the attention backend override (use ASCEND_ATTN)."
+                "remove the attention backend override (Ascend selects ASCEND_ATTN or ASCEND_MLA)."
             )
-        path = attention.backend_path("ASCEND_ATTN")
-        logger.info_once("Using attention backend ASCEND_ATTN (%s).", path)
+        path = attention.select_backend(attn_selector_config, _current_hf_text_config())
+        logger.info_once("Using attention backend %s.", path)
         return path
+
+    @classmethod
+    def get_mla_prefill_backend_cls(cls, mla_selector_config: Any) -> Any:
+        """Return the MLA prefill backend class of the attention layer."""
+        from vllm_ascend_platform.layers import require_layer
+
+        return require_layer(ATTENTION_LAYER, "attention").mla_prefill_backend_cls()
 
     @classmethod
     def get_device_communicator_cls(cls) -> str:
@@ -280,3 +278,12 @@ class NPUPlatform(Platform):
             from vllm_ascend_platform.triton_overrides import register
 
             register()
+
+
+def _current_hf_text_config() -> Any:
+    """The HF text config of the model being set up, or None outside a config context."""
+    from vllm.config import get_current_vllm_config_or_none
+
+    config = get_current_vllm_config_or_none()
+    model = getattr(config, "model_config", None) if config is not None else None
+    return getattr(model, "hf_text_config", None) if model is not None else None

@@ -140,11 +140,13 @@ def test_param_update_hook_gets_real_seq_lens_before_each_replay():
             return super().__call__(x)
 
     def meta(seq_lens, num_reqs):
-        # 4 padded request slots, of which num_reqs are real (decode: one token each)
-        qsl = torch.arange(num_reqs + 1, dtype=torch.int32)
+        # vLLM's FULL-graph padding (GPUModelRunner._prepare_inputs): 4 request slots of
+        # which num_reqs are real (decode: one token each); query_start_loc repeats its
+        # last value for padded slots, their seq_lens are 0, num_actual_tokens is padded.
+        qsl = torch.tensor([min(i, num_reqs) for i in range(5)], dtype=torch.int32)
         return {"layers.0.attn": SimpleNamespace(
             seq_lens=torch.tensor(seq_lens, dtype=torch.int32), query_start_loc=qsl,
-            num_actual_tokens=num_reqs)}
+            num_actual_tokens=4)}
 
     w = ACLGraphWrapper(Model(), CFG, CUDAGraphMode.FULL, emulate=True)
     buf = torch.zeros(4)
@@ -160,6 +162,7 @@ def test_param_update_hook_gets_real_seq_lens_before_each_replay():
         params.unregister_param_update_hook(hook)
     assert [p.seq_lens for p in seen] == [[6, 10, 3], [7, 11]]
     assert [p.num_actual_tokens for p in seen] == [3, 2]
+    assert [p.query_start_loc for p in seen] == [[0, 1, 2, 3], [0, 1, 2]]
     assert seen[0].batch_descriptor == BatchDescriptor(4)
     assert order == ["run", "hook", "run", "hook", "run"]
 

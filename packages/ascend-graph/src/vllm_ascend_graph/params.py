@@ -82,17 +82,38 @@ def _first_metadata(attn_metadata: Any) -> Any:
     return attn_metadata
 
 
+def _real_request_count(qsl: list[int]) -> int:
+    """Requests before FULL-graph padding.
+
+    vLLM pads a FULL-graph batch to the captured size with zero-length requests at the
+    end: ``query_start_loc`` repeats its last value for them and ``seq_lens`` is 0
+    (``GPUModelRunner._prepare_inputs`` / ``_build_attention_metadata``). A real request
+    always has at least one scheduled token, so trailing zero-length slots are padding.
+    """
+    n = len(qsl) - 1
+    while n > 0 and qsl[n] == qsl[n - 1]:
+        n -= 1
+    return n
+
+
 def replay_params(forward_context: Any, runtime_mode: Any) -> ReplayParams:
-    """Build :class:`ReplayParams` from vLLM's ``ForwardContext`` for this step."""
+    """Build :class:`ReplayParams` from vLLM's ``ForwardContext`` for this step.
+
+    Padded request slots are cut (see :func:`_real_request_count`); ``num_actual_tokens``
+    is then the real token count ``query_start_loc[-1]`` (the metadata's own
+    ``num_actual_tokens`` is the padded count in FULL mode).
+    """
     attn = getattr(forward_context, "attn_metadata", None)
     meta = _first_metadata(attn)
     num_actual = getattr(meta, "num_actual_tokens", None)
     qsl = _as_list(getattr(meta, "query_start_loc", None))
     seq_lens = _as_list(getattr(meta, "seq_lens", None))
-    if seq_lens is not None and qsl is not None:
-        # padded request slots past the real ones carry no work
-        num_reqs = len(qsl) - 1
-        seq_lens = seq_lens[:num_reqs]
+    if qsl:
+        num_reqs = _real_request_count(qsl)
+        qsl = qsl[: num_reqs + 1]
+        num_actual = qsl[-1]
+        if seq_lens is not None:
+            seq_lens = seq_lens[:num_reqs]
     return ReplayParams(
         batch_descriptor=getattr(forward_context, "batch_descriptor", None),
         runtime_mode=runtime_mode,

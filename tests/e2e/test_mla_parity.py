@@ -2,10 +2,8 @@
 greedy routing, shared expert, routed scaling) through ``LLM()`` in emulation: greedy float32
 tokens == HF transformers, with prefix-cache hits and chunked prefill on the MLA backend.
 
-Until the platform selects MLA itself, this module applies the platform change the integrator
-is asked to make (``NPUPlatform.get_attn_backend_cls`` -> ``vllm_ascend_attention.select_backend``
-and ``get_mla_prefill_backend_cls`` -> ``vllm_ascend_attention.mla_prefill_backend_cls``), and
-only when the platform still refuses MLA.
+The platform picks the backend through ``vllm_ascend_attention.select_backend``; the first test
+checks that choice directly.
 """
 
 from __future__ import annotations
@@ -22,41 +20,16 @@ TEXTS = [SHARED + " every morning", SHARED + " never", "def fibonacci(n):", "1, 
 NEW = 10
 
 
-def _platform_selects_mla() -> bool:
+def test_platform_selects_mla_backend():
     from types import SimpleNamespace
 
     from vllm_ascend_platform.platform import NPUPlatform
 
-    try:
-        path = NPUPlatform.get_attn_backend_cls(None, SimpleNamespace(use_mla=True, use_sparse=False))
-    except NotImplementedError:
-        return False
-    return path.endswith("AscendMLABackend")
+    path = NPUPlatform.get_attn_backend_cls(None, SimpleNamespace(use_mla=True, use_sparse=False))
+    assert path == "vllm_ascend_attention.backends.mla.AscendMLABackend"
 
 
-@pytest.fixture
-def mla_platform(monkeypatch):
-    import vllm_ascend_attention
-    from vllm_ascend_platform.platform import NPUPlatform
-
-    if _platform_selects_mla():
-        return
-    original = NPUPlatform.get_attn_backend_cls.__func__
-
-    def get_attn_backend_cls(cls, selected_backend, attn_selector_config, num_heads=None):
-        if attn_selector_config.use_mla or attn_selector_config.use_sparse:
-            from vllm.config import get_current_vllm_config
-
-            hf = get_current_vllm_config().model_config.hf_text_config
-            return vllm_ascend_attention.select_backend(attn_selector_config, hf)
-        return original(cls, selected_backend, attn_selector_config, num_heads)
-
-    monkeypatch.setattr(NPUPlatform, "get_attn_backend_cls", classmethod(get_attn_backend_cls))
-    monkeypatch.setattr(NPUPlatform, "get_mla_prefill_backend_cls",
-                        classmethod(lambda cls, cfg: vllm_ascend_attention.mla_prefill_backend_cls()))
-
-
-def test_deepseek_v2_mla_moe_parity(model_path, tmp_path, mla_platform):
+def test_deepseek_v2_mla_moe_parity(model_path, tmp_path):
     import ascend_ops
 
     path = save_tiny("deepseek_v2", tmp_path / "dsv2", model_path)

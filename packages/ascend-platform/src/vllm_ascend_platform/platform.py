@@ -122,6 +122,13 @@ class NPUPlatform(Platform):
 
     # ---- configuration --------------------------------------------------------------
     @classmethod
+    def pre_register_and_update(cls, parser: Any = None) -> None:
+        """Make ``--additional-config`` parse strictly (malformed JSON fails at parse time)."""
+        from vllm_ascend_platform.config import strict_additional_config_argument
+
+        strict_additional_config_argument(parser)
+
+    @classmethod
     def check_and_update_config(cls, vllm_config: VllmConfig) -> None:
         """Validate the config for Ascend and install our worker and defaults."""
         from vllm_ascend_platform.config_defaults import apply_ascend_defaults

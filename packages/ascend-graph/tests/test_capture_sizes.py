@@ -1,7 +1,6 @@
 """Capture-size planning (case C-19). Expected lists are written out by hand from the rules."""
 
 import pytest
-
 from vllm_ascend_graph.capture_sizes import graphs_per_size, plan_capture_sizes
 
 LIMITS = dict(max_num_seqs=16, decode_query_len=1, max_num_batched_tokens=2048)

@@ -3,9 +3,8 @@
 from types import SimpleNamespace
 
 import pytest
-from vllm.config import CompilationConfig, CompilationMode, CUDAGraphMode
-
 import vllm_ascend_graph
+from vllm.config import CompilationConfig, CompilationMode, CUDAGraphMode
 from vllm_ascend_graph import COMPILER_CLS
 
 

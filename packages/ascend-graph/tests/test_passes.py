@@ -4,11 +4,10 @@ Oracle: the same function run uncompiled (vLLM's native math), and the ops that 
 in the rewritten graph.
 """
 
+import ascend_ops
 import torch
 import torch.nn.functional as F
 from vllm.model_executor.layers.activation import SiluAndMul
-
-import ascend_ops
 from vllm_ascend_graph.options import GraphOptions
 from vllm_ascend_graph.pass_manager import AscendPassManager
 from vllm_ascend_graph.passes import build_passes

@@ -7,7 +7,6 @@ import pytest
 import torch
 from vllm.config import CUDAGraphMode
 from vllm.forward_context import BatchDescriptor, ForwardContext, override_forward_context
-
 from vllm_ascend_graph import params
 from vllm_ascend_graph.wrapper import ACLGraphWrapper
 

@@ -8,7 +8,7 @@ namespace {
 template <typename T, typename W>
 void rms_norm_rows(const T* x, const W* w, T* out, int64_t rows, int64_t h, float eps,
                    const T* residual, T* new_residual) {
-  const bool par = rows * h >= (1 << 16) && rows > 1;  // fork only when it pays
+  const bool par = rows * h >= (1 << 17) && rows > 1;  // fork only when it pays
 #pragma omp parallel if (par)
   {
   std::vector<float> buf(h);
@@ -69,7 +69,7 @@ void swiglu(uintptr_t x, uintptr_t out, int64_t rows, int64_t inter, int dtype) 
     using T = decltype(tag);
     const T* xp = ptr<const T>(x);
     T* op = ptr<T>(out);
-    const bool par = rows * inter >= (1 << 16) && rows > 1;
+    const bool par = rows * inter >= (1 << 17) && rows > 1;
 #pragma omp parallel for schedule(static) if (par)
     for (int64_t r = 0; r < rows; ++r) {
       const T* gate = xp + r * 2 * inter;

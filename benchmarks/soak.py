@@ -3,7 +3,8 @@
 Starts ``python -m vllm.entrypoints.openai.api_server`` on loopback (127.0.0.1 only) with the
 plugin in CPU emulation (``VLLM_ASCEND_EMULATE=1``) on the SmolLM2 demo checkpoint, then runs
 ``--clients`` concurrent clients, each sending streaming ``/v1/completions`` requests back to back
-until ``--duration`` seconds have passed (bounded also by ``--max-requests`` in total). It
+until ``--duration`` seconds have passed (bounded also by ``--max-requests`` in total; requests
+in flight at the deadline finish, each bounded by ``--request-timeout``). It
 reports requests done, errors, p50/p99 request latency and time to first token (seconds), and
 the server's resident memory (RSS of the server process and its children, MiB) at start,
 middle and end. The server is stopped at the end. Benchmark only, not a CI test.
@@ -60,6 +61,9 @@ def _rss_mib(pid: int) -> float:
 def _start_server(args, port: int) -> subprocess.Popen:
     env = {**os.environ, "VLLM_ASCEND_EMULATE": "1", "HF_HUB_OFFLINE": "1"}
     env.pop("VLLM_TARGET_DEVICE", None)
+    # vLLM's GPU-path worker (ours, since an out-of-tree platform is not is_cpu()) drops torch
+    # to 1 thread unless OMP_NUM_THREADS is set.
+    env.setdefault("OMP_NUM_THREADS", str(os.cpu_count() or 1))
     cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", args.model,
            "--served-model-name", "soak", "--dtype", "float32", "--max-model-len",
            str(args.max_model_len), "--enforce-eager", "--host", HOST, "--port", str(port),

@@ -1,0 +1,95 @@
+"""Offline generation throughput: vLLM's own CPU backend vs our plugin in CPU emulation.
+
+SmolLM2-135M-Instruct, 8 prompts x 64 new tokens, greedy, ``ignore_eos``, float32. Each
+side runs in its own subprocess (the platform is chosen once per process) with the same
+``OMP_NUM_THREADS``; the two runs are interleaved ``--rounds`` times and the best round of
+each is kept, so background load hurts both sides alike. Prints tok/s of each and the ratio
+(ours / vLLM CPU). A benchmark, not a test: run it on a quiet machine.
+
+    python benchmarks/throughput.py [--rounds 2] [--threads N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+PROMPTS = [
+    "The capital of France is",
+    "Write a short poem about the sea.",
+    "def fibonacci(n):",
+    "Explain what a KV cache is in one paragraph.",
+    "List three prime numbers:",
+    "Once upon a time, in a small village,",
+    "The three laws of thermodynamics are",
+    "Translate 'good morning' into Spanish:",
+]
+NEW_TOKENS = 64
+
+CHILD = r"""
+import json, os, sys, time
+if __name__ == "__main__":
+    from vllm import LLM, SamplingParams
+    llm = LLM(model=sys.argv[1], dtype="float32", max_model_len=512, enforce_eager=True,
+              gpu_memory_utilization=0.3, seed=0)
+    params = SamplingParams(temperature=0, max_tokens=int(sys.argv[3]), ignore_eos=True)
+    prompts = json.loads(sys.argv[2])
+    llm.generate(prompts[:2], SamplingParams(temperature=0, max_tokens=4))  # warm-up
+    start = time.perf_counter()
+    outs = llm.generate(prompts, params)
+    elapsed = time.perf_counter() - start
+    tokens = sum(len(o.outputs[0].token_ids) for o in outs)
+    platform = type(__import__("vllm.platforms", fromlist=["x"]).current_platform).__name__
+    print("RESULT " + json.dumps({"tokens": tokens, "seconds": elapsed, "platform": platform}))
+"""
+
+
+def _run(model: str, ours: bool, threads: int) -> dict:
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), VLLM_ENABLE_V1_MULTIPROCESSING="0",
+               HF_HUB_OFFLINE="1")
+    env.pop("VLLM_TARGET_DEVICE", None)
+    if ours:
+        env["VLLM_ASCEND_EMULATE"] = "1"
+        env.setdefault("VLLM_ASCEND_EMULATE_DEVICE_MEMORY", "4GiB")
+        env.pop("VLLM_PLUGINS", None)
+    else:
+        env["VLLM_PLUGINS"] = ""  # no plugin: vLLM's own CPU platform
+        env.pop("VLLM_ASCEND_EMULATE", None)
+        env.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, model, json.dumps(PROMPTS), str(NEW_TOKENS)],
+        env=env, capture_output=True, text=True, timeout=1200,
+    )
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):])
+    raise RuntimeError(f"benchmark child failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved runs per side (best kept)")
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="OMP_NUM_THREADS")
+    args = parser.parse_args()
+    from vllm_ascend import demo_model
+
+    model = str(demo_model.prepare())
+    best: dict[str, float] = {}
+    for _ in range(args.rounds):
+        for name, ours in (("vllm-cpu", False), ("vllm-ascend-emulation", True)):
+            r = _run(model, ours, args.threads)
+            tps = r["tokens"] / r["seconds"]
+            print(f"{name:24s} platform={r['platform']:12s} {r['tokens']} tokens in "
+                  f"{r['seconds']:.2f} s = {tps:.1f} tok/s")
+            best[name] = max(best.get(name, 0.0), tps)
+    ratio = best["vllm-ascend-emulation"] / best["vllm-cpu"]
+    print(f"best tok/s: vllm-cpu {best['vllm-cpu']:.1f}, ours {best['vllm-ascend-emulation']:.1f}; "
+          f"ratio ours/vllm-cpu = {ratio:.2f} (OMP_NUM_THREADS={args.threads})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

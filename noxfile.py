@@ -190,6 +190,10 @@ def e2e(session: nox.Session) -> None:
     # Arguments after `--` go to pytest; without a path among them, run all of tests/e2e.
     has_path = any(not a.startswith("-") and Path(a).exists() for a in session.posargs)
     targets = [] if has_path else [str(ROOT / "tests" / "e2e")]
+    if not has_path:
+        # platform tests that need the meta-package's entry points (skipped in its own session)
+        session.run(str(VENV_PY), "-m", "pytest", str(ROOT / "packages" / "ascend-platform" / "tests"),
+                    "-m", "requires_meta", "-p", "no:cacheprovider", "-q", env=env, external=True)
     session.run(str(VENV_PY), "-m", "pytest", *targets, "-p", "no:cacheprovider", "-v",
                 "--timeout=1800", *session.posargs, env=env, external=True)
 

@@ -28,6 +28,7 @@ def _doctor(env_over: dict[str, str | None], *args: str, python: str = sys.execu
                           env=env, timeout=240)
 
 
+@pytest.mark.requires_meta
 def test_emulation_report_is_ok():
     proc = _doctor({"VLLM_ASCEND_EMULATE": "1"}, "--json")
     report = json.loads(proc.stdout)
@@ -48,6 +49,7 @@ def test_emulation_report_is_ok():
     assert report["problems"] == []
 
 
+@pytest.mark.requires_meta
 def test_text_report_sections():
     proc = _doctor({"VLLM_ASCEND_EMULATE": "1"})
     out = proc.stdout
@@ -57,6 +59,7 @@ def test_text_report_sections():
     assert "vllm.platform_plugins: ascend -> vllm_ascend:register [loads]" in out
 
 
+@pytest.mark.requires_meta
 def test_empty_vllm_plugins_says_nothing_loads_and_fails():
     proc = _doctor({"VLLM_ASCEND_EMULATE": "1", "VLLM_PLUGINS": ""})
     assert proc.returncode == 1
@@ -64,6 +67,7 @@ def test_empty_vllm_plugins_says_nothing_loads_and_fails():
     assert "vllm.platform_plugins: ascend -> vllm_ascend:register [skipped]" in proc.stdout
 
 
+@pytest.mark.requires_meta
 def test_platform_without_layers_plugin_fails():
     proc = _doctor({"VLLM_ASCEND_EMULATE": "1", "VLLM_PLUGINS": "ascend"})
     assert proc.returncode == 1
@@ -76,6 +80,7 @@ def test_misspelled_plugin_named():
     assert "VLLM_PLUGINS names 'ascnd'" in proc.stdout
 
 
+@pytest.mark.requires_meta
 def test_inactive_without_signal_is_not_an_error():
     proc = _doctor({})
     assert proc.returncode == 0

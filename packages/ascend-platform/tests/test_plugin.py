@@ -46,6 +46,7 @@ def test_not_wanted_returns_none_and_logs_once(monkeypatch, caplog):
     assert plugin.current_mode() is None
 
 
+@pytest.mark.requires_meta
 def test_emulation_activates_without_importing_torch_npu(monkeypatch, caplog):
     monkeypatch.setenv("VLLM_ASCEND_EMULATE", "1")
     monkeypatch.setitem(sys.modules, "torch_npu", None)  # any import attempt would raise
@@ -123,6 +124,7 @@ def test_no_visible_npu_exits(monkeypatch):
         plugin.platform_plugin()
 
 
+@pytest.mark.requires_meta
 def test_plugin_selection_follows_vllm_allowlist():
     sel = plugin.plugin_selection("")
     assert sel.loaded.get("vllm.platform_plugins", []) == []
@@ -136,6 +138,7 @@ def test_plugin_selection_follows_vllm_allowlist():
     assert "ascend_layers" in sel.loaded["vllm.general_plugins"]
 
 
+@pytest.mark.requires_meta
 def test_misspelled_plugin_recorded_and_raised_by_startup_check(monkeypatch, caplog):
     monkeypatch.setenv("VLLM_ASCEND_EMULATE", "1")
     monkeypatch.setenv("VLLM_PLUGINS", "ascend,ascend_layers,ascend_layrs")

@@ -11,9 +11,8 @@ from __future__ import annotations
 import argparse
 import time
 
-import torch
-
 import ascend_ops
+import torch
 
 
 # ---- plain-torch composites (what a user writes without this library) ----------------------

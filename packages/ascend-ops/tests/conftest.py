@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import os
 
+import ascend_ops
 import pytest
 import torch
-
-import ascend_ops
 
 try:
     from hypothesis import settings
@@ -92,7 +91,7 @@ def naive_attention(problem, scale, causal):
     out = torch.zeros_like(q)
     qsl = problem["query_start_loc"].tolist()
     hq = q.shape[1]
-    for b, (k, v) in enumerate(zip(problem["dense_k"], problem["dense_v"])):
+    for b, (k, v) in enumerate(zip(problem["dense_k"], problem["dense_v"], strict=True)):
         kv_len = k.shape[0]
         q_len = qsl[b + 1] - qsl[b]
         group = hq // k.shape[1]

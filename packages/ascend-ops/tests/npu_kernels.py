@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import torch
-
 from ascend_ops import reference
 
 

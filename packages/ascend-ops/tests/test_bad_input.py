@@ -3,10 +3,9 @@ write (never a crash or a silent wrong write)."""
 
 from __future__ import annotations
 
+import ascend_ops
 import pytest
 import torch
-
-import ascend_ops
 from conftest import make_paged_problem
 
 

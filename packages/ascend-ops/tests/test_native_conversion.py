@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
+import ascend_ops
 import pytest
 import torch
-
-import ascend_ops
 
 
 @pytest.mark.skipif(not ascend_ops.native_available(), reason="ascend_ops._C not built")

@@ -6,15 +6,18 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import ascend_ops
 import pytest
 import torch
-
-import ascend_ops
 from ascend_ops import reference
 from conftest import make_paged_problem
-from npu_contract import FakeTorchNpu, atb_prototype_to_schema, find_or_download_wheel, published_schemas
+from npu_contract import (
+    FakeTorchNpu,
+    atb_prototype_to_schema,
+    find_or_download_wheel,
+    published_schemas,
+)
 from npu_kernels import KERNELS
-from npu_kernels_moe import MOE_KERNELS
 
 PKG_ROOT = Path(__file__).resolve().parents[1]
 OPERATOR_CALL = re.compile(r"torch\.ops\.(?:npu|atb)\.(\w+)|torch_npu(?:\(\))?\.(_?npu_\w+)")
@@ -88,7 +91,7 @@ def test_npu_branch_of_every_op_matches_reference(npu_branch, dtype):
     # exact in float32; in bf16 the ATB rope needs cos_sin_cache cast to bf16 (one rounding more)
     tol = dict(atol=0, rtol=0) if dtype == torch.float32 else dict(atol=3e-2, rtol=3e-2)
     for name, (got, expect) in results.items():
-        torch.testing.assert_close(got, expect, **tol, msg=lambda m: f"{name}: {m}")
+        torch.testing.assert_close(got, expect, **tol, msg=lambda m, name=name: f"{name}: {m}")
     assert npu_branch.called() == set(KERNELS)
     assert ascend_ops.call_counts(per_backend=True)[("fused_infer_attention", "npu")] >= 2
 

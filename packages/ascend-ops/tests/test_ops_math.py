@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import math
 
+import ascend_ops
 import pytest
 import torch
-
-import ascend_ops
 from conftest import TOL, make_paged_problem, naive_attention
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]

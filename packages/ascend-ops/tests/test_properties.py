@@ -5,14 +5,13 @@ Bounded by the "ci" profile registered in conftest.py (max_examples=15, no deadl
 
 from __future__ import annotations
 
+import ascend_ops
 import pytest
 import torch
-from hypothesis import given
-from hypothesis import strategies as st
-
-import ascend_ops
 from ascend_ops import reference
 from conftest import make_paged_problem
+from hypothesis import given
+from hypothesis import strategies as st
 
 pytestmark = pytest.mark.skipif(
     not ascend_ops.native_available(), reason="ascend_ops._C not built: nothing to compare"
@@ -42,7 +41,7 @@ def attention_problems(draw):
     q_lens = draw(st.lists(st.integers(1, min(budget, 24)), min_size=batch, max_size=batch))
     extra = draw(st.lists(st.integers(0, 150), min_size=batch, max_size=batch))
     return dict(
-        q_lens=q_lens, kv_lens=[q + e for q, e in zip(q_lens, extra)], num_heads=hk * ratio,
+        q_lens=q_lens, kv_lens=[q + e for q, e in zip(q_lens, extra, strict=True)], num_heads=hk * ratio,
         num_kv_heads=hk, head_dim=d, block_size=bs, dtype=draw(DTYPES),
         causal=draw(st.booleans()), seed=draw(st.integers(0, 2**16)),
     )
@@ -90,7 +89,7 @@ def test_rotary_native_matches_reference(tokens, heads, head_size, frac, neox, d
     k = torch.randn(tokens, heads[1] * head_size, generator=g).to(dtype)
     got = _native(ascend_ops.rotary_embedding, pos, q, k, head_size, cache, neox)
     expect = reference.rotary_embedding(pos, q, k, head_size, cache, neox)
-    for a, b in zip(got, expect):
+    for a, b in zip(got, expect, strict=True):
         torch.testing.assert_close(a, b, **TOL[dtype])
 
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import ascend_ops
 import pytest
 import torch
-
-import ascend_ops
 from ascend_ops import device
 from conftest import make_paged_problem
 from moe_samples import opcheck_samples as moe_opcheck_samples

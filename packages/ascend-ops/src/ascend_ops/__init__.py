@@ -17,7 +17,12 @@ from ascend_ops._dispatch import (
 from ascend_ops.ops.activation import silu_and_mul, swiglu
 from ascend_ops.ops.attention import fused_infer_attention
 from ascend_ops.ops.kv_cache import reshape_and_cache
-from ascend_ops.ops.moe import grouped_matmul, moe_finalize_routing, moe_gating_top_k, moe_init_routing
+from ascend_ops.ops.moe import (
+    grouped_matmul,
+    moe_finalize_routing,
+    moe_gating_top_k,
+    moe_init_routing,
+)
 from ascend_ops.ops.norm import add_rms_norm, rms_norm
 from ascend_ops.ops.rotary import rotary_embedding
 

@@ -52,13 +52,13 @@ class Stream:
     def synchronize(self) -> None:
         return None
 
-    def wait_stream(self, other: "Stream") -> None:
+    def wait_stream(self, other: Stream) -> None:
         return None
 
-    def wait_event(self, event: "Event") -> None:
+    def wait_event(self, event: Event) -> None:
         return None
 
-    def record_event(self, event: "Event | None" = None) -> "Event":
+    def record_event(self, event: Event | None = None) -> Event:
         event = event or Event()
         event.record(self)
         return event
@@ -98,7 +98,7 @@ class Event:
     def query(self) -> bool:
         return True
 
-    def elapsed_time(self, end: "Event") -> float:
+    def elapsed_time(self, end: Event) -> float:
         if self._time is None or end._time is None:
             raise ValueError("both events must be recorded before elapsed_time")
         return (end._time - self._time) * 1000.0

@@ -13,14 +13,12 @@ import torch
 import torch.nn.functional as F
 from vllm.v1.attention.backend import AttentionType
 from vllm.v1.kv_cache_interface import KVCacheLayout
-
 from vllm_ascend_attention.backends.dense import (
     PREFERRED_BLOCK_SIZE,
     AscendAttentionBackend,
     AscendAttentionImpl,
     AscendAttentionMetadata,
 )
-
 
 BACKENDS = ["reference"] + (["native"] if ascend_ops.native_available() else [])
 
@@ -105,7 +103,7 @@ def test_mixed_batch_matches_oracle(hq, hk, block_size, ops_backend):
     )
     output = torch.full((n_tok + 2, hq * d), float("nan"))
     impl.forward(None, q, pad_k, pad_v, kv, md, output=output)
-    for i, (c, n) in enumerate(reqs):
+    for i, (_, n) in enumerate(reqs):
         got = output[qsl[i] : qsl[i + 1]].view(n, hq, d)
         want = _oracle(q[qsl[i] : qsl[i + 1]], full_k[i], full_v[i], 0.125, causal=True)
         torch.testing.assert_close(got, want, atol=2e-5, rtol=1e-4)

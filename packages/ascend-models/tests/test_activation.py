@@ -6,7 +6,6 @@ import ascend_ops
 import pytest
 import torch
 from vllm.model_executor.layers.activation import SiluAndMul
-
 from vllm_ascend_models.layers.activation import AscendSiluAndMul
 
 

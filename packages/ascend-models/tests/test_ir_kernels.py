@@ -9,9 +9,8 @@ from __future__ import annotations
 import ascend_ops
 import pytest
 import torch
-from vllm import ir
-
 import vllm_ascend_models
+from vllm import ir
 from vllm_ascend_models import ir_kernels
 
 SHAPES = [(1, 8), (5, 64), (2, 3, 32)]

@@ -5,10 +5,9 @@ from __future__ import annotations
 import logging
 
 import pytest
+import vllm_ascend_models
 from vllm import ir
 from vllm.model_executor.custom_op import op_registry, op_registry_oot
-
-import vllm_ascend_models
 from vllm_ascend_models import _custom_ops
 from vllm_ascend_models._version_check import check_vllm_version, parse_release
 
@@ -120,7 +119,6 @@ def test_enable_custom_ops_respects_explicit_disable(caplog):
 def test_enable_custom_ops_on_a_real_config_turns_ours_on(vllm_context, oot_platform):
     """Inductor's default 'none' would switch our ops off; the helper switches them back on."""
     from vllm.model_executor.layers.activation import SiluAndMul
-
     from vllm_ascend_models.layers.activation import AscendSiluAndMul
 
     with vllm_context(["none"]) as cfg:

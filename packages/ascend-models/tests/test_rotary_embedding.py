@@ -12,7 +12,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 from vllm.model_executor.layers.rotary_embedding import get_rope
 from vllm.model_executor.layers.rotary_embedding.base import RotaryEmbedding
-
 from vllm_ascend_models.layers.rotary_embedding import (
     ASCEND_ROPE_CLASSES,
     AscendLlama3RotaryEmbedding,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from vllm_ascend_platform import envs
 
 

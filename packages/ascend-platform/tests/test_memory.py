@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from vllm_ascend_platform.memory import KVBudget, KVBudgetError, check_kv_budget
 
 GiB = 1 << 30

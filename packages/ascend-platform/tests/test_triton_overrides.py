@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import torch
-
 from vllm_ascend_platform.triton_overrides import compute_slot_mapping
 
 

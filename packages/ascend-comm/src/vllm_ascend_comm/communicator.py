@@ -41,9 +41,9 @@ def _is_capturing(device: torch.device) -> bool:
     """True while the current NPU stream is capturing an ACL graph (always False on CPU)."""
     if device.type != "npu":
         return False
-    npu = getattr(torch, "npu", None)
-    probe = getattr(npu, "is_current_stream_capturing", None)
-    return bool(probe()) if probe is not None else False
+    from ascend_ops import device as npu_device
+
+    return npu_device.is_capturing()
 
 
 class NPUCommunicator(DeviceCommunicatorBase):

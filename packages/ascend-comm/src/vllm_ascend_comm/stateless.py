@@ -41,14 +41,9 @@ def stateless_init_device_torch_dist_pg(
             f"backend={backend!r} is not an Ascend process-group backend; use 'hccl' on NPU "
             "or 'gloo' in CPU emulation"
         )
-    try:
-        import torch_npu  # noqa: F401  (registers the npu device and the hccl backend)
-        from torch_npu._C._distributed_c10d import ProcessGroupHCCL
-    except ImportError as exc:
-        raise RuntimeError(
-            f"backend='hccl' needs torch_npu ({exc}); install torch_npu with CANN on the Ascend "
-            "host, or run CPU emulation (VLLM_ASCEND_EMULATE=1), whose backend is gloo"
-        ) from exc
+    from ascend_ops import device
+
+    ProcessGroupHCCL = device.hccl_process_group_cls()
     pg = ProcessGroup(prefix_store, group_rank, group_size)
     options = ProcessGroupHCCL.Options()
     options._timeout = timeout

@@ -30,6 +30,10 @@ if EMULATED:
     from vllm_ascend_platform.emulation import install_host_accelerator
 
     install_host_accelerator()
+else:  # NPU mode: torch_npu registers the npu device (the plugin already checked it imports)
+    from ascend_ops import device as _npu_device
+
+    _npu_device.load_npu_runtime()
 
 #: qualified names of classes in sibling layers (the platform never imports them directly)
 WORKER_CLS = "vllm_ascend_platform.worker.NPUWorker"

@@ -34,6 +34,56 @@ def mem_get_info(device=None) -> tuple[int, int]:
     return _impl().mem_get_info(device)
 
 
+def load_npu_runtime():
+    """Import torch_npu (registers the ``npu`` device with torch) and return the module.
+
+    This is the one place in the project that imports torch_npu. Call it only when the NPU is
+    wanted: in an environment without CANN, importing torch_npu fails.
+
+    Raises:
+        RuntimeError: naming the import error and the fix (install CANN and a torch_npu
+            matching torch, or use CPU emulation).
+    """
+    return _npu.load()
+
+
+def set_device(device) -> None:
+    """Make ``device`` (``npu:<i>`` or an index) current for this process (no-op on CPU)."""
+    if _npu.available():
+        _npu.set_device(device)
+
+
+def device_count() -> int:
+    """Number of visible NPUs (1 on CPU: the emulated device)."""
+    return _npu.device_count() if _npu.available() else 1
+
+
+def get_device_name(index: int = 0) -> str:
+    """SoC name of NPU ``index`` (e.g. ``Ascend910B2``); ``"cpu"`` in emulation."""
+    return _npu.get_device_name(index) if _npu.available() else "cpu"
+
+
+def manual_seed_all(seed: int) -> None:
+    """Seed every NPU's default generator (no-op on CPU, where torch.manual_seed covers it)."""
+    if _npu.available():
+        _npu.manual_seed_all(seed)
+
+
+def is_capturing() -> bool:
+    """True while the current stream is capturing a device graph (always False on CPU)."""
+    return _npu.is_capturing() if _npu.available() else False
+
+
+def hccl_process_group_cls():
+    """torch_npu's ``ProcessGroupHCCL`` class (for process groups built outside torch's globals).
+
+    Raises:
+        RuntimeError: when torch_npu cannot be imported (see ``load_npu_runtime``).
+    """
+    _npu.load()
+    return _npu.hccl_process_group_cls()
+
+
 def set_emulated_memory(total_bytes: int) -> None:
     """Set the emulated device memory budget in bytes (CPU emulation; ValueError if <= 0)."""
     _cpu.set_emulated_memory(total_bytes)
@@ -55,6 +105,13 @@ __all__ = [
     "Graph",
     "Stream",
     "current_device",
+    "device_count",
+    "get_device_name",
+    "hccl_process_group_cls",
+    "is_capturing",
+    "load_npu_runtime",
+    "manual_seed_all",
+    "set_device",
     "current_stream",
     "emulated_memory",
     "kind",

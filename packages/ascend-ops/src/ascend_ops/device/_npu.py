@@ -18,6 +18,44 @@ def available() -> bool:
         return False
 
 
+def load():
+    try:
+        import torch_npu  # noqa: F401  (registers torch.npu)
+    except Exception as exc:  # ImportError, or OSError from missing CANN libraries
+        raise RuntimeError(
+            f"torch_npu failed to import ({type(exc).__name__}: {exc}); install CANN and the "
+            "torch_npu build matching torch and source CANN's set_env.sh; without an NPU, keep "
+            "tensors on cpu (native/reference kernels)"
+        ) from exc
+    return sys.modules["torch_npu"]
+
+
+def hccl_process_group_cls():
+    from torch_npu._C._distributed_c10d import ProcessGroupHCCL
+
+    return ProcessGroupHCCL
+
+
+def set_device(device) -> None:
+    torch.npu.set_device(device)
+
+
+def device_count() -> int:
+    return int(torch.npu.device_count())
+
+
+def get_device_name(index: int = 0) -> str:
+    return str(torch.npu.get_device_name(index))
+
+
+def manual_seed_all(seed: int) -> None:
+    torch.npu.manual_seed_all(seed)
+
+
+def is_capturing() -> bool:
+    return bool(torch.npu.is_current_stream_capturing())
+
+
 def current_device():
     return torch.device("npu", torch.npu.current_device())
 

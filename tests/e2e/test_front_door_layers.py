@@ -19,11 +19,15 @@ from vllm_ascend import layers
 
 @pytest.fixture(autouse=True)
 def fresh(monkeypatch):
+    # Other e2e modules share this process and its engine set-up: vLLM loads general
+    # plugins once per process, so the platform's record of registered layers must be
+    # restored afterwards, not reset.
+    saved = plugin._state
     monkeypatch.setattr(layers, "_done", False)
     plugin._reset_for_tests()
     monkeypatch.setattr(patches, "apply_patches", lambda *a: [])
     yield
-    plugin._reset_for_tests()
+    plugin._state = saved
 
 
 def test_other_platform_does_nothing(monkeypatch):

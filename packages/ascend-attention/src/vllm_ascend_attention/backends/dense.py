@@ -138,8 +138,11 @@ class AscendAttentionMetadataBuilder(AttentionMetadataBuilder[AscendAttentionMet
     ) -> AscendAttentionMetadata:
         cm = common_attn_metadata
         causal = cm.causal if isinstance(cm.causal, bool) else True
+        # FULL graph batches are padded past the last request (num_actual_tokens counts the
+        # padding, query_start_loc does not): attend over the real tokens only.
+        num_tokens = int(cm.query_start_loc_cpu[cm.num_reqs])
         return AscendAttentionMetadata(
-            num_actual_tokens=cm.num_actual_tokens,
+            num_actual_tokens=num_tokens,
             max_query_len=cm.max_query_len,
             query_start_loc=cm.query_start_loc[: cm.num_reqs + 1],
             seq_lens=cm.seq_lens[: cm.num_reqs],
@@ -269,6 +272,7 @@ class AscendAttentionImpl(AttentionImpl[AscendAttentionMetadata]):
                 causal=attn_metadata.causal,
             )
         output[:n].view(n, self.num_heads, self.head_size).copy_(out)
+        output[n:].zero_()  # padded rows of a FULL graph batch: defined, never attended
         return output
 
     def _encoder_only(

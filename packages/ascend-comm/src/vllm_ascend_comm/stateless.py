@@ -43,7 +43,13 @@ def stateless_init_device_torch_dist_pg(
         )
     from ascend_ops import device
 
-    ProcessGroupHCCL = device.hccl_process_group_cls()
+    try:
+        ProcessGroupHCCL = device.hccl_process_group_cls()
+    except RuntimeError as exc:
+        raise RuntimeError(
+            f"backend='hccl' needs torch_npu ({exc}); install torch_npu with CANN on the Ascend "
+            "host, or run CPU emulation (VLLM_ASCEND_EMULATE=1), whose backend is gloo"
+        ) from exc
     pg = ProcessGroup(prefix_store, group_rank, group_size)
     options = ProcessGroupHCCL.Options()
     options._timeout = timeout

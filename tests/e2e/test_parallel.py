@@ -101,7 +101,9 @@ def _child_main(argv: list[str]) -> None:
     mode, model, out = argv[0], argv[1], argv[2]
     if mode == "run":
         tp, pp = int(argv[3]), int(argv[4])
-        tokens = _generate(model, PROMPTS, tensor_parallel_size=tp, pipeline_parallel_size=pp)
+        ep = len(argv) > 5 and argv[5] == "ep"
+        tokens = _generate(model, PROMPTS, tensor_parallel_size=tp, pipeline_parallel_size=pp,
+                           enable_expert_parallel=ep)
     elif mode == "dp":
         tokens = _generate_dp(model, PROMPTS)
     else:
@@ -150,9 +152,11 @@ def _wait_all(procs: list[tuple[subprocess.Popen, str]]) -> None:
             pytest.fail(f"child {i} exited with {p.returncode}; log tail:\n{open(log).read()[-4000:]}")
 
 
-def _run(model: str, tmp_path, name: str, tp: int = 1, pp: int = 1) -> list[list[int]]:
+def _run(model: str, tmp_path, name: str, tp: int = 1, pp: int = 1,
+         ep: bool = False) -> list[list[int]]:
     out, log = str(tmp_path / f"{name}.json"), str(tmp_path / f"{name}.log")
-    _wait_all([(_spawn(["run", model, out, str(tp), str(pp)], log), log)])
+    args = ["run", model, out, str(tp), str(pp)] + (["ep"] if ep else [])
+    _wait_all([(_spawn(args, log), log)])
     with open(out) as f:
         return json.load(f)
 
@@ -220,6 +224,20 @@ def test_dp2_matches_tp1(dp2, reference):
 def test_dp2_single_request_completes(dp2, reference):
     """One request for two DP ranks: the idle rank must not stall the busy one."""
     assert dp2["single"] == reference[2]
+
+
+def test_ep2_matches_ep1(tmp_path):
+    """Expert parallelism (issue 7): a tiny Qwen3-MoE with TP=2 + enable_expert_parallel (each
+    rank holds half the experts; results combined through our communicator) gives the tokens of
+    the single-device run."""
+    from moe_checkpoints import save_tiny
+
+    from vllm_ascend import demo_model
+
+    moe = save_tiny("qwen3_moe", tmp_path / "moe", str(demo_model.prepare()))
+    ep1 = _run(moe, tmp_path, "ep1")
+    assert len(ep1) == len(PROMPTS) and all(len(t) == NEW_TOKENS for t in ep1)
+    assert _run(moe, tmp_path, "ep2", tp=2, ep=True) == ep1
 
 
 if __name__ == "__main__":

@@ -103,12 +103,12 @@ def collect() -> dict[str, Any]:
         devices.append(f"emulated NPU on cpu, device memory {memory}")
     elif mode == "npu":
         try:
-            import torch
-            import torch_npu  # noqa: F401
+            from ascend_ops import device
 
-            count = torch.npu.device_count() if torch.npu.is_available() else 0
-            devices.extend(f"npu:{i} {torch.npu.get_device_name(i)}" for i in range(count))
-            report["soc"] = torch.npu.get_device_name(0) if count else None
+            device.load_npu_runtime()  # the one place torch_npu is imported (ascend_ops)
+            count = device.device_count() if device.kind() == "npu" else 0
+            devices.extend(f"npu:{i} {device.get_device_name(i)}" for i in range(count))
+            report["soc"] = device.get_device_name(0) if count else None
             if count == 0:
                 problems.append("torch_npu imports but no NPU is visible (check npu-smi info, "
                                 "ASCEND_RT_VISIBLE_DEVICES)")

@@ -138,8 +138,9 @@ def _fail(message: str) -> None:
 def _npu_problem() -> str | None:
     """Import torch_npu and look for a device; a one-line cause and fix, or None."""
     try:
-        import torch
-        import torch_npu  # noqa: F401
+        from ascend_ops import device
+
+        device.load_npu_runtime()  # the one place torch_npu is imported (ascend_ops)
     except Exception as exc:  # a broken CANN/torch_npu install surfaces as any error
         return (
             f"torch_npu is installed but failed to import ({type(exc).__name__}: {exc}); "
@@ -147,7 +148,7 @@ def _npu_problem() -> str | None:
             "check torch_npu matches torch, or set VLLM_ASCEND_EMULATE=1 for CPU emulation."
         )
     try:
-        count = torch.npu.device_count() if torch.npu.is_available() else 0
+        count = device.device_count() if device.kind() == "npu" else 0
     except Exception as exc:
         return f"torch_npu cannot query devices ({type(exc).__name__}: {exc}); check the driver."
     if count == 0:

@@ -4,7 +4,7 @@ Two processes (torch.multiprocessing spawn, gloo over a TCP store on 127.0.0.1) 
 message size, the same collective twice in the same run: through
 ``vllm_ascend_comm.communicator.NPUCommunicator`` (CPU emulation path) and through
 ``torch.distributed`` directly on the same gloo group. The two are interleaved in rounds
-(ours, raw, ours, raw, ...) so drift of a shared 2-core box hits both alike; the best round
+(ours, raw, raw, ours, ...) so drift of a shared 2-core box hits both alike; the best round
 of each is reported (preemption only ever adds time, so the minimum is the least noisy). ratio = ours / raw latency (the issue's bar: 0.8 .. 1.25).
 
 Bandwidth is the bus bandwidth convention of nccl-tests: all_reduce moves 2(n-1)/n of the
@@ -68,9 +68,15 @@ def _worker(rank: int, port: int, sizes: list[int], iters: int, rounds: int, que
         for op, (ours, raw) in cases.items():
             ours(), raw()  # warm-up
             t_ours, t_raw = [], []
-            for _ in range(rounds):
-                t_ours.append(_time(ours, iters, barrier))
-                t_raw.append(_time(raw, iters, barrier))
+            for i in range(rounds):
+                # alternate which goes first: the first timing after a size change or a
+                # barrier tends to pay for cache/scheduler warm-up on a 2-core box
+                if i % 2 == 0:
+                    t_ours.append(_time(ours, iters, barrier))
+                    t_raw.append(_time(raw, iters, barrier))
+                else:
+                    t_raw.append(_time(raw, iters, barrier))
+                    t_ours.append(_time(ours, iters, barrier))
             rows.append((op, nbytes, min(t_ours), min(t_raw)))
     if rank == 0:
         queue.put(rows)
@@ -87,7 +93,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1K,64K,1M,8M", help="message sizes per rank (bytes, K/M/G)")
     ap.add_argument("--iters", type=int, default=10, help="calls per timed round")
-    ap.add_argument("--rounds", type=int, default=15, help="interleaved rounds (best taken)")
+    ap.add_argument("--rounds", type=int, default=30, help="interleaved rounds (best taken)")
     args = ap.parse_args()
     sizes = [_parse_size(s) for s in args.sizes.split(",")]
 

@@ -134,6 +134,13 @@ class NPUCommunicator(DeviceCommunicatorBase):
                 flat = torch.empty((self.world_size,) + tuple(src.shape), dtype=src.dtype, device=src.device)
                 self.pyhccl.all_gather(flat, src)
                 return torch.cat(flat.unbind(0), dim=dim)
+            if dim == 0:
+                # rank-major concat along dim 0 is the all_gather_into_tensor layout itself:
+                # no reshape/movedim views on the hot path (TP logits and MoE gathers)
+                out = torch.empty((input_.shape[0] * self.world_size,) + tuple(input_.shape[1:]),
+                                  dtype=input_.dtype, device=input_.device)
+                dist.all_gather_into_tensor(out, input_.contiguous(), group=self.device_group)
+                return out
             return super().all_gather(input_, dim)
         except (RuntimeError, dist.DistError) as exc:
             raise self._fail("all_gather", exc) from exc

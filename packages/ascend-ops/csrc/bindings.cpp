@@ -25,6 +25,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("rotary_embedding", &rotary_embedding, nogil);
   m.def("reshape_and_cache", &reshape_and_cache, nogil);
   m.def("paged_attention", &paged_attention, nogil);
+  m.def("grouped_matmul", &grouped_matmul, nogil);
   m.def("num_threads", &num_threads, "OpenMP threads the kernels use");
   m.attr("openmp") = py::bool_(
 #ifdef ASCEND_OPS_OPENMP

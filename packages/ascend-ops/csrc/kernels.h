@@ -29,5 +29,8 @@ void paged_attention(uintptr_t query, uintptr_t key_cache, uintptr_t value_cache
                      int64_t block_size, const std::vector<int64_t>& key_cache_strides,
                      const std::vector<int64_t>& value_cache_strides, double scale, bool causal,
                      int dtype);
+void grouped_matmul(uintptr_t x, uintptr_t weight, uintptr_t group_list, uintptr_t out,
+                    int64_t rows, int64_t k, int64_t n, int64_t experts, int64_t stride_e,
+                    int64_t stride_n, int dtype);
 
 }  // namespace ascend_ops

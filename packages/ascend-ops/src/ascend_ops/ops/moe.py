@@ -3,7 +3,8 @@
 
 Semantics and index conventions are written out in ``ascend_ops.reference.moe`` (the oracle); the
 NPU branch maps each op onto its torch_npu operator (``ascend_ops._npu_moe``); the ``native``
-backend runs a vectorized torch implementation (``ascend_ops._native_moe``; no C++ kernel).
+backend runs a vectorized torch implementation (``ascend_ops._native_moe``), with a C++ kernel
+(``_C.grouped_matmul``) for ``grouped_matmul`` at decode-sized groups on N-major weights.
 """
 
 from __future__ import annotations

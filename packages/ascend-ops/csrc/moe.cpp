@@ -1,0 +1,149 @@
+// Grouped matmul for small expert groups (MoE decode): out[rows of expert e] = x[rows] @ W[e].
+//
+// Semantics: torch_npu npu_grouped_matmul with one weight tensor [E, K, N] and per-expert row
+// counts (see ascend_ops.reference.moe.grouped_matmul). This kernel takes the weight N-major (each
+// expert's [K, N] matrix stored as N rows of K contiguous elements, stride along K = 1), which is
+// vLLM's expert layout ([E, N, K] viewed transposed). At decode each expert sees a few rows, so
+// the cost is streaming the weights: every work item (expert, block of kColBlock output columns)
+// reads its weight rows from memory once (tiles after the first 4 rows find them in cache) and
+// computes register tiles of up to 4 rows x 4 columns (float32 accumulation, 16 lanes each).
+// Work items are spread over OpenMP threads; each output is summed in a fixed order.
+#include <algorithm>
+#include <utility>
+
+#include "common.h"
+#include "kernels.h"
+
+// The 64-byte vector types below are internal (anonymous namespace, inlined): GCC's note that
+// passing them changes the ABI on targets without AVX-512 does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace ascend_ops {
+namespace {
+
+typedef float v16 __attribute__((vector_size(64)));
+typedef float v8 __attribute__((vector_size(32)));
+typedef float v4 __attribute__((vector_size(16)));
+typedef uint16_t u16x16 __attribute__((vector_size(32)));
+typedef uint32_t u32x16 __attribute__((vector_size(64)));
+
+inline v16 load16(const float* p) {
+  v16 v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+inline v16 load16(const bf16* p) {  // bf16 -> float is a 16-bit shift
+  u16x16 h;
+  std::memcpy(&h, p, sizeof(h));
+  const u32x16 u = __builtin_convertvector(h, u32x16) << 16;
+  v16 v;
+  std::memcpy(&v, &u, sizeof(v));
+  return v;
+}
+inline v16 load16(const f16* p) {
+  float t[16];
+  for (int j = 0; j < 16; ++j) t[j] = to_float(p[j]);
+  return load16(t);
+}
+
+// Sum of the 16 lanes by pairwise halves (a few vector adds instead of 15 serial scalar adds).
+inline float hsum(const v16& v) {
+  v8 lo, hi;
+  std::memcpy(&lo, &v, sizeof(lo));
+  std::memcpy(&hi, reinterpret_cast<const char*>(&v) + sizeof(lo), sizeof(hi));
+  const v8 a = lo + hi;
+  v4 a_lo, a_hi;
+  std::memcpy(&a_lo, &a, sizeof(a_lo));
+  std::memcpy(&a_hi, reinterpret_cast<const char*>(&a) + sizeof(a_lo), sizeof(a_hi));
+  const v4 b = a_lo + a_hi;
+  return (b[0] + b[2]) + (b[1] + b[3]);
+}
+
+// res[r * C + c] = dot(x row r, w row c) over k in [0, K); x rows are K apart, w rows ldw apart.
+template <typename T, int R, int C>
+inline void dot_tile(const T* x, const T* w, int64_t K, int64_t ldw, float* res) {
+  v16 acc[R][C] = {};
+  int64_t k = 0;
+  for (; k + 16 <= K; k += 16) {
+    v16 xv[R];
+    for (int r = 0; r < R; ++r) xv[r] = load16(x + r * K + k);
+    for (int c = 0; c < C; ++c) {
+      const v16 wv = load16(w + c * ldw + k);
+      for (int r = 0; r < R; ++r) acc[r][c] += xv[r] * wv;
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < C; ++c) {
+      float s = hsum(acc[r][c]);
+      for (int64_t kk = k; kk < K; ++kk) s += to_float(x[r * K + kk]) * to_float(w[c * ldw + kk]);
+      res[r * C + c] = s;
+    }
+  }
+}
+
+// out[r, n] for R rows and columns [n0, n1); out rows are N apart.
+template <typename T, int R>
+inline void row_tile(const T* x, const T* w, int64_t K, int64_t ldw, int64_t n0, int64_t n1,
+                     T* out, int64_t N) {
+  float res[R * 4];
+  int64_t n = n0;
+  for (; n + 4 <= n1; n += 4) {
+    dot_tile<T, R, 4>(x, w + n * ldw, K, ldw, res);
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < 4; ++c) out[r * N + n + c] = from_float<T>(res[r * 4 + c]);
+  }
+  for (; n < n1; ++n) {
+    dot_tile<T, R, 1>(x, w + n * ldw, K, ldw, res);
+    for (int r = 0; r < R; ++r) out[r * N + n] = from_float<T>(res[r]);
+  }
+}
+
+constexpr int64_t kColBlock = 32;
+
+template <typename T>
+void gmm_nmajor(const T* x, const T* w, T* out, const std::vector<int64_t>& start, int64_t M,
+                int64_t K, int64_t N, int64_t stride_e, int64_t stride_n) {
+  const int64_t experts = int64_t(start.size()) - 1;
+  std::vector<std::pair<int64_t, int64_t>> items;  // (expert, first column)
+  for (int64_t e = 0; e < experts; ++e)
+    if (start[e + 1] > start[e])
+      for (int64_t n0 = 0; n0 < N; n0 += kColBlock) items.emplace_back(e, n0);
+  const int64_t n_items = int64_t(items.size());
+  const bool par = n_items > 1 && start[experts] * N * K >= (int64_t(1) << 18);
+#pragma omp parallel for schedule(dynamic, 1) if (par)
+  for (int64_t it = 0; it < n_items; ++it) {
+    const int64_t e = items[it].first, n0 = items[it].second;
+    const int64_t n1 = std::min(N, n0 + kColBlock);
+    const T* we = w + e * stride_e;
+    int64_t m = start[e];
+    const int64_t m1 = start[e + 1];
+    for (; m + 4 <= m1; m += 4) row_tile<T, 4>(x + m * K, we, K, stride_n, n0, n1, out + m * N, N);
+    for (; m + 2 <= m1; m += 2) row_tile<T, 2>(x + m * K, we, K, stride_n, n0, n1, out + m * N, N);
+    for (; m < m1; ++m) row_tile<T, 1>(x + m * K, we, K, stride_n, n0, n1, out + m * N, N);
+  }
+  const T zero = from_float<T>(0.f);
+  std::fill(out + start[experts] * N, out + M * N, zero);  // rows past the groups
+}
+
+}  // namespace
+
+void grouped_matmul(uintptr_t x, uintptr_t weight, uintptr_t group_list, uintptr_t out,
+                    int64_t rows, int64_t k, int64_t n, int64_t experts, int64_t stride_e,
+                    int64_t stride_n, int dtype) {
+  const int64_t* counts = ptr<const int64_t>(group_list);
+  std::vector<int64_t> start(experts + 1, 0);
+  for (int64_t e = 0; e < experts; ++e) {
+    if (counts[e] < 0) bad_arg("group_list: row counts must be >= 0");
+    start[e + 1] = start[e] + counts[e];
+  }
+  if (start[experts] > rows)
+    bad_arg("group_list: row counts sum to " + std::to_string(start[experts]) +
+            ", more than the " + std::to_string(rows) + " rows of x");
+  dispatch(dtype, "x", [&](auto tag) {
+    using T = decltype(tag);
+    gmm_nmajor<T>(ptr<const T>(x), ptr<const T>(weight), ptr<T>(out), start, rows, k, n, stride_e,
+                  stride_n);
+  });
+}
+
+}  // namespace ascend_ops

@@ -1,0 +1,235 @@
+"""MoE layer time at decode shapes: our Ascend MoE method vs vLLM's own CPU MoE path, same run.
+
+Both sides compute the whole routed-experts part of one MoE layer -- softmax top-k routing
+(renormalized, Qwen3-MoE's ``norm_topk_prob``), w13 grouped GEMM, SiLU-and-mul, w2 grouped GEMM,
+weighted combine -- from the same router logits [T, E] and hidden states [T, H], with the same
+weights (vLLM's layout: ``w13`` [E, 2I, H] gate rows then up rows, ``w2`` [E, H, I]). The gate
+linear that makes the logits runs outside both and is not timed.
+
+* ``vllm``  what vLLM 0.32 runs on its builtin CPU platform for an unquantized MoE layer: the
+            runner's ``CPURouter.select_experts`` (``fused_moe/router/cpu_router.py``), then
+            ``UnquantizedFusedMoEMethod.forward_native`` -> ``FusedMoEKernel.apply`` with
+            ``MoEPrepareAndFinalizeNoDPEPModular`` and the experts class vLLM's oracle
+            (``select_unquantized_moe_backend``) picks on this machine -- without AMX that is
+            ``CPUUnquantizedExperts`` (ISA ``vec``: ``torch.ops._C.cpu_fused_moe`` on weights
+            prepacked by ``process_weights_after_loading``). The kernel is built with vLLM's own
+            ``make_unquantized_moe_kernel``; the class it picked is printed.
+* ``ours``  ``vllm_ascend_models.moe.ascend_moe_forward`` -- the body of
+            ``AscendUnquantizedFusedMoEMethod.apply_monolithic`` -- on the ``native`` backend:
+            ``ascend_ops.moe_gating_top_k`` -> ``moe_init_routing`` -> ``grouped_matmul`` ->
+            ``swiglu`` -> ``grouped_matmul`` -> ``moe_finalize_routing``.
+* ``ref``   the same chain on the ``reference`` backend (the loop-based oracle), for reference.
+
+Before timing, each shape checks that ours (and ref) match vLLM:
+``max|ours - vllm| <= tol * max|vllm|`` with tol 1e-4 (float32) or 3e-2 (bfloat16), so both
+sides compute the same math. Timing: ``--rounds`` interleaved rounds (each round times every
+shape and path back to back), ``--reps`` calls each, best call of all rounds kept (on a shared
+box preemption only adds time). Ratio = ours / vllm (< 1: ours is faster). Before every timed
+call a ``--flush-mb`` buffer (default 128 MB, 4x this box's 32 MB L3) is read, untimed, so the
+call streams its expert weights from memory as each layer of a decode step does (every call of
+a shape routes to the same experts, and at 1-4 tokens those experts' weights, 19-130 MB, would
+otherwise largely stay in L3 between calls); ``--flush-mb 0`` times warm-cache calls instead.
+Runs in one process on vLLM's CPU platform (``VLLM_PLUGINS=""`` is set unless given): ours needs
+no platform.
+
+Default layer: Qwen3-30B-A3B's MoE (hidden 2048, 128 experts, top-8, moe_intermediate 768) halved
+in hidden, experts and intermediate (1024, 64, top-8, 384): same top-k and I/H ratio, and at 64
+decode tokens (512 expert rows) every expert is hit (8, 27, 58 and 64 of 64 at 1, 4, 16, 64
+tokens with the fixed seeds). Weights: 302 MB in float32, 151 MB in bfloat16.
+
+    OMP_WAIT_POLICY=PASSIVE python benchmarks/moe_bench.py [--tokens 1,4,16,64]
+        [--dtypes float32,bfloat16] [--rounds 5] [--reps 5] [--flush-mb 128] [--no-ref]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+import types
+
+os.environ.setdefault("VLLM_PLUGINS", "")  # vLLM's own CPU platform (see docstring)
+
+import torch  # noqa: E402
+
+TOLERANCE = {torch.float32: 1e-4, torch.bfloat16: 3e-2, torch.float16: 1e-2}
+
+
+def make_weights(e: int, h: int, i: int, dtype: torch.dtype, seed: int = 0):
+    """Random expert weights in vLLM's layout, scaled so activations stay O(1)."""
+    g = torch.Generator().manual_seed(seed)
+    w13 = (torch.randn(e, 2 * i, h, generator=g) * h**-0.5).to(dtype)
+    w2 = (torch.randn(e, h, i, generator=g) * i**-0.5).to(dtype)
+    return w13, w2
+
+
+def make_inputs(t: int, h: int, e: int, dtype: torch.dtype, seed: int):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(t, h, generator=g).to(dtype)
+    logits = (torch.randn(t, e, generator=g) * 2).to(dtype)  # spread-out routing
+    return x, logits
+
+
+# ---- vLLM's CPU path ---------------------------------------------------------------------------
+def vllm_cpu_moe(w13, w2, top_k: int, renormalize: bool):
+    """Build vLLM's CPU MoE (router + modular kernel) for these weights; returns (fn, class name).
+
+    ``fn(x, logits)`` is what the runner runs per forward for a non-monolithic method: the router's
+    ``select_experts`` then ``moe_kernel.apply`` (``UnquantizedFusedMoEMethod.forward_native``).
+    """
+    from vllm.model_executor.layers.fused_moe.activation import MoEActivation
+    from vllm.model_executor.layers.fused_moe.config import (
+        FUSED_MOE_UNQUANTIZED_CONFIG,
+        FusedMoEConfig,
+        FusedMoEParallelConfig,
+        get_routing_method_type,
+    )
+    from vllm.model_executor.layers.fused_moe.oracle import unquantized as oracle
+    from vllm.model_executor.layers.fused_moe.router.cpu_router import CPURouter
+    from vllm.platforms import current_platform
+
+    if not current_platform.is_cpu():
+        raise SystemExit(
+            f"vLLM's current platform is {type(current_platform).__name__}, not its CPU platform: "
+            "run without VLLM_ASCEND_EMULATE / with VLLM_PLUGINS=''"
+        )
+    e, two_i, h = w13.shape
+    cfg = FusedMoEConfig(
+        num_experts=e, experts_per_token=top_k, hidden_dim=h, intermediate_size=two_i // 2,
+        num_local_experts=e, num_logical_experts=e, activation=MoEActivation.SILU, device="cpu",
+        routing_method=get_routing_method_type(
+            scoring_func="softmax", top_k=top_k, renormalize=renormalize, num_expert_group=None,
+            has_e_score_bias=False,
+        ),
+        moe_parallel_config=FusedMoEParallelConfig.make_no_parallel(), in_dtype=w13.dtype,
+    )
+    backend, experts_cls = oracle.select_unquantized_moe_backend(cfg)
+    kernel = oracle.make_unquantized_moe_kernel(
+        quant_config=FUSED_MOE_UNQUANTIZED_CONFIG, moe_config=cfg, backend=backend,
+        experts_cls=experts_cls,
+    )
+    layer = torch.nn.Module()  # holds vLLM's own (prepacked) copy of the weights
+    layer.w13_weight = torch.nn.Parameter(w13.clone(), requires_grad=False)
+    layer.w2_weight = torch.nn.Parameter(w2.clone(), requires_grad=False)
+    kernel.fused_experts.process_weights_after_loading(layer)
+    router = CPURouter(top_k=top_k, global_num_experts=e, renormalize=renormalize)
+
+    def fn(x, logits):
+        weights, ids = router.select_experts(hidden_states=x, router_logits=logits)
+        return kernel.apply(
+            hidden_states=x, w1=layer.w13_weight, w2=layer.w2_weight, topk_weights=weights,
+            topk_ids=ids, activation=MoEActivation.SILU, global_num_experts=e, expert_map=None,
+            apply_router_weight_on_input=False,
+        )
+
+    return fn, f"{backend.value}/{type(kernel.fused_experts).__name__}"
+
+
+# ---- ours ---------------------------------------------------------------------------------------
+def ascend_moe(w13, w2, top_k: int, renormalize: bool, backend: str):
+    """``fn(x, logits)`` running our MoE method's forward on ``ascend_ops`` backend ``backend``."""
+    import ascend_ops
+    from vllm_ascend_models.moe import ascend_moe_forward
+
+    # the RoutedExperts attributes ascend_moe_forward reads (plain softmax top-k, no EP)
+    layer = types.SimpleNamespace(
+        w13_weight=w13, w2_weight=w2, top_k=top_k, scoring_func="softmax",
+        renormalize=renormalize, use_grouped_topk=False, num_expert_group=None, topk_group=None,
+        routed_scaling_factor=1.0, e_score_correction_bias=None, expert_map=None,
+    )
+    if backend == "native" and not ascend_ops.native_available():
+        raise SystemExit("ascend_ops._C is not built: install ascend-ops non-editable first")
+
+    def fn(x, logits):
+        with ascend_ops.use_backend(backend):
+            return ascend_moe_forward(layer, x, logits)
+
+    return fn
+
+
+# ---- harness ------------------------------------------------------------------------------------
+def best_call_ms(fn, args, reps: int, flush: torch.Tensor | None) -> float:
+    best = float("inf")
+    for _ in range(reps):
+        if flush is not None:
+            flush.sum()  # evict the weights from the caches (untimed)
+        t0 = time.perf_counter()
+        fn(*args)
+        best = min(best, time.perf_counter() - t0)
+    return best * 1e3
+
+
+def check_agree(name: str, out: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype) -> float:
+    """Relative max error of ``out`` against vLLM's ``ref``; SystemExit when above tolerance."""
+    err = ((out.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
+    if not err <= TOLERANCE[dtype]:
+        raise SystemExit(
+            f"{name} disagrees with vLLM: rel. max error {err:.2e} > {TOLERANCE[dtype]:.0e}"
+        )
+    return err
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tokens", default="1,4,16,64", help="decode batch sizes (tokens per step)")
+    ap.add_argument("--dtypes", default="float32,bfloat16")
+    ap.add_argument("--hidden", type=int, default=1024)
+    ap.add_argument("--experts", type=int, default=64)
+    ap.add_argument("--inter", type=int, default=384, help="moe_intermediate_size")
+    ap.add_argument("--top-k", type=int, default=8)
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (best taken)")
+    ap.add_argument("--reps", type=int, default=5, help="timed calls per path per round")
+    ap.add_argument("--no-ref", action="store_true", help="skip the reference backend")
+    ap.add_argument("--flush-mb", type=int, default=128,
+                    help="MB read before each timed call to evict the caches (0: off)")
+    a = ap.parse_args()
+    tokens = [int(t) for t in a.tokens.split(",")]
+    dtypes = [getattr(torch, d) for d in a.dtypes.split(",")]
+    renorm = True  # Qwen3-MoE: norm_topk_prob=True
+
+    import vllm
+
+    print(f"vllm {vllm.__version__}, torch {torch.__version__}, threads {torch.get_num_threads()}, "
+          f"layer: hidden {a.hidden}, experts {a.experts}, top_k {a.top_k}, inter {a.inter}, "
+          f"cache flush {a.flush_mb} MB")
+    cases = []  # (dtype, tokens, inputs, {path: fn}, errors)
+    for dtype in dtypes:
+        w13, w2 = make_weights(a.experts, a.hidden, a.inter, dtype)
+        vfn, vname = vllm_cpu_moe(w13, w2, a.top_k, renorm)
+        paths = {"vllm": vfn, "ours": ascend_moe(w13, w2, a.top_k, renorm, "native")}
+        if not a.no_ref:
+            paths["ref"] = ascend_moe(w13, w2, a.top_k, renorm, "reference")
+        mb = (w13.nbytes + w2.nbytes) / 1e6
+        print(f"{str(dtype)[6:]}: vLLM runs {vname}; weights {mb:.0f} MB")
+        for t in tokens:
+            inputs = make_inputs(t, a.hidden, a.experts, dtype, seed=t)
+            want = vfn(*inputs)
+            errs = {p: check_agree(p, fn(*inputs), want, dtype)
+                    for p, fn in paths.items() if p != "vllm"}
+            cases.append((dtype, t, inputs, paths, errs))
+
+    flush = torch.ones(a.flush_mb * 2**18) if a.flush_mb else None  # float32: 4 bytes each
+    best: dict[tuple, float] = {}
+    for _ in range(a.rounds):
+        for dtype, t, inputs, paths, _errs in cases:
+            for p, fn in paths.items():
+                fn(*inputs)  # warm caches after the other paths ran
+                ms = best_call_ms(fn, inputs, a.reps, flush)
+                key = (dtype, t, p)
+                best[key] = min(best.get(key, float("inf")), ms)
+
+    head = f"{'dtype':9} {'tokens':>6} {'ours ms':>9} {'vLLM ms':>9} {'ours/vLLM':>9}"
+    if not a.no_ref:
+        head += f" {'ref ms':>9} {'ref/vLLM':>9}"
+    print(head + "  rel.err ours" + ("" if a.no_ref else " / ref"))
+    for dtype, t, _inputs, paths, errs in cases:
+        v, o = best[(dtype, t, "vllm")], best[(dtype, t, "ours")]
+        row = f"{str(dtype)[6:]:9} {t:6d} {o:9.3f} {v:9.3f} {o / v:8.2f}x"
+        if "ref" in paths:
+            r = best[(dtype, t, "ref")]
+            row += f" {r:9.3f} {r / v:8.2f}x"
+        print(row + "  " + " / ".join(f"{errs[p]:.1e}" for p in errs))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,4 +1,5 @@
-"""TP=2, PP=2 and DP=2 in CPU emulation give the same greedy tokens as TP=1 (NPUCommunicator/gloo).
+"""TP=2 (multiproc and Ray executors), PP=2, DP=2 and EP=2 in CPU emulation give the same greedy
+tokens as TP=1 (NPUCommunicator/gloo).
 
 Model: a tiny random-weight Qwen3 checkpoint made here with transformers' ``Qwen3ForCausalLM``
 (float32, 4 query / 2 KV heads, 2 layers) and the SmolLM2 tokenizer (from
@@ -48,7 +49,8 @@ def _child_env() -> None:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
-def _generate(model: str, prompts: list[list[int]], **engine_kw) -> list[list[int]]:
+def _generate(model: str, prompts: list[list[int]], inspect=None, **engine_kw):
+    """Greedy tokens per prompt; with ``inspect``, also ``inspect(llm)`` taken while it is up."""
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt
 
@@ -57,7 +59,68 @@ def _generate(model: str, prompts: list[list[int]], **engine_kw) -> list[list[in
     print("ENGINE_READY", flush=True)
     params = SamplingParams(temperature=0.0, max_tokens=NEW_TOKENS, ignore_eos=True)
     outs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params, use_tqdm=False)
-    return [list(o.outputs[0].token_ids) for o in outs]
+    tokens = [list(o.outputs[0].token_ids) for o in outs]
+    if inspect is None:
+        return tokens
+    seen = inspect(llm)
+    llm.llm_engine.engine_core.shutdown()  # executor first (its Ray actors), then the cluster
+    return {"tokens": tokens, **seen}
+
+
+def _ray_worker_facts(worker) -> dict:
+    """Run inside each Ray worker (``collective_rpc`` passes the worker): what it really got."""
+    import ray
+    from vllm.platforms import current_platform
+
+    return {
+        "platform": type(current_platform).__name__,
+        "emulate": os.environ.get("VLLM_ASCEND_EMULATE"),
+        "visible": os.environ.get("ASCEND_RT_VISIBLE_DEVICES"),
+        "npu_ids": ray.get_runtime_context().get_accelerator_ids()["NPU"],
+        "in_actor": ray.get_runtime_context().get_actor_id() is not None,
+        "pid": os.getpid(),
+    }
+
+
+def _generate_ray(model: str, prompts: list[list[int]]) -> dict:
+    """TP=2 through vLLM's Ray executor on a local Ray cluster bound to 127.0.0.1.
+
+    The cluster is started as a user would with ``ray start --head --resources='{"NPU": 2}'``
+    from a shell that lacks ``VLLM_ASCEND_EMULATE``: the raylet (so every Ray worker process)
+    starts without it, and the platform must hand it to the workers itself. ``NPU`` is the
+    resource in both modes (Ray's Ascend accelerator name, ``NPUPlatform.ray_device_key``); with 2
+    ``NPU`` on a 2-core box, CPU never gates the placement group (its bundles ask for NPU only).
+    """
+    # read when ray is imported: single-node mode (Ray binds 127.0.0.1, not the host's address);
+    # no auto-init (a late ray.kill in the executor's finalizer must not start a new cluster)
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    os.environ["RAY_ENABLE_AUTO_CONNECT"] = "0"
+    import ray
+
+    emulate = os.environ.pop("VLLM_ASCEND_EMULATE")
+    ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False,
+             num_cpus=1, object_store_memory=80 << 20, resources={"NPU": 2})
+    os.environ["VLLM_ASCEND_EMULATE"] = emulate
+    # engine core in this process, on this Ray driver: a forked engine-core process would inherit
+    # a dead Ray connection (vLLM forks by default) and hang creating the placement group
+    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+    node = ray._private.worker._global_node  # no public API lists the processes ray.init started
+    ray_pids = [p.process.pid for procs in node.all_processes.values() for p in procs]
+
+    def inspect(llm) -> dict:
+        return {
+            "bundles": [b for pg in ray.util.placement_group_table().values()
+                        if pg["state"] == "CREATED" for b in pg["bundles"].values()],
+            "workers": llm.collective_rpc(_ray_worker_facts),
+            "node_ip": ray.util.get_node_ip_address(),
+            "ray_pids": ray_pids,
+        }
+
+    try:
+        return _generate(model, prompts, inspect=inspect, tensor_parallel_size=2,
+                         distributed_executor_backend="ray")
+    finally:
+        ray.shutdown()
 
 
 def _generate_dp(model: str, prompts: list[list[int]]) -> dict:
@@ -96,7 +159,7 @@ def _generate_dp(model: str, prompts: list[list[int]]) -> dict:
 
 
 def _child_main(argv: list[str]) -> None:
-    """``run MODEL OUT TP PP`` or ``dp MODEL OUT``."""
+    """``run MODEL OUT TP PP [ep]``, ``dp MODEL OUT`` or ``ray MODEL OUT``."""
     _child_env()
     mode, model, out = argv[0], argv[1], argv[2]
     if mode == "run":
@@ -106,6 +169,8 @@ def _child_main(argv: list[str]) -> None:
                            enable_expert_parallel=ep)
     elif mode == "dp":
         tokens = _generate_dp(model, PROMPTS)
+    elif mode == "ray":
+        tokens = _generate_ray(model, PROMPTS)
     else:
         raise SystemExit(f"unknown mode {mode!r}")
     with open(out, "w") as f:
@@ -238,6 +303,51 @@ def test_ep2_matches_ep1(tmp_path):
     ep1 = _run(moe, tmp_path, "ep1")
     assert len(ep1) == len(PROMPTS) and all(len(t) == NEW_TOKENS for t in ep1)
     assert _run(moe, tmp_path, "ep2", tp=2, ep=True) == ep1
+
+
+def test_ray_tp2_matches_tp1(tiny_qwen3, reference, tmp_path):
+    """TP=2 through ``--distributed-executor-backend ray`` (issue 5) gives the TP=1 tokens.
+
+    Also checked: the placement group asks for ``NPU`` only (2 bundles of one NPU each); each
+    worker is a Ray actor running ``NPUPlatform`` in emulation (``VLLM_ASCEND_EMULATE`` reached
+    it although the cluster started without it) on its own NPU id, with
+    ``ASCEND_RT_VISIBLE_DEVICES`` left unset (vLLM picks the device by local rank); the cluster
+    was on 127.0.0.1 and none of its processes (GCS, raylet, ...) outlives the child.
+    """
+    import psutil
+
+    out, log = str(tmp_path / "ray.json"), str(tmp_path / "ray.log")
+    _wait_all([(_spawn(["ray", tiny_qwen3, out], log), log)])
+    with open(out) as f:
+        got = json.load(f)
+    assert got["tokens"] == reference
+    assert len(got["bundles"]) == 2
+    for bundle in got["bundles"]:
+        assert bundle == {"NPU": 1.0}, bundle
+    workers = got["workers"]
+    assert [w["platform"] for w in workers] == ["NPUPlatform"] * 2
+    assert [w["emulate"] for w in workers] == ["1", "1"]
+    assert [w["visible"] for w in workers] == [None, None]
+    assert all(w["in_actor"] for w in workers)
+    assert sorted(i for w in workers for i in w["npu_ids"]) == ["0", "1"]
+    assert got["node_ip"] == "127.0.0.1"
+    pids = got["ray_pids"] + [w["pid"] for w in workers]
+    assert len(got["ray_pids"]) >= 2, got["ray_pids"]  # at least the GCS server and the raylet
+
+    def running() -> list[int]:
+        alive = []
+        for pid in pids:
+            try:
+                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    alive.append(pid)
+            except psutil.NoSuchProcess:
+                pass
+        return alive
+
+    deadline = time.monotonic() + 10  # Ray workers exit on their own once the raylet is gone
+    while running() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not running(), f"Ray processes outlived the child: {running()}"
 
 
 if __name__ == "__main__":

@@ -54,8 +54,12 @@ class NPUPlatform(Platform):
     dispatch_key: str = "CPU" if EMULATED else "PrivateUse1"
     # torch.distributed backend for the device groups
     dist_backend: str = "gloo" if EMULATED else "hccl"
-    # Ray resource name; emulation uses the same custom resource (DESIGN 7)
+    # Ray resource name (Ray's Ascend accelerator); emulation uses the same resource, declared
+    # on the cluster by hand: ray start --resources='{"NPU": N}' (DESIGN 7)
     ray_device_key: str = "NPU"
+    # set to 1 on Ray workers: Ray then leaves ASCEND_RT_VISIBLE_DEVICES alone, as vLLM picks
+    # the device by local rank (like RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES on CUDA)
+    ray_noset_device_env_vars: list[str] = ["RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES"]
     # env var that masks visible devices
     device_control_env_var: str = "ASCEND_RT_VISIBLE_DEVICES"
     # backend for vLLM's simple (non-graph) torch.compile uses; no inductor on Ascend
@@ -134,10 +138,13 @@ class NPUPlatform(Platform):
 
     @classmethod
     def check_and_update_config(cls, vllm_config: VllmConfig) -> None:
-        """Validate the config for Ascend and install our worker and defaults."""
+        """Validate the config for Ascend and install our worker and defaults; with the Ray
+        executor, hand our env vars to the Ray workers' runtime env (``ray_support``)."""
         from vllm_ascend_platform.config_defaults import apply_ascend_defaults
+        from vllm_ascend_platform.ray_support import forward_env_to_ray_workers
 
         apply_ascend_defaults(cls, vllm_config)
+        forward_env_to_ray_workers(vllm_config.parallel_config)
 
     @classmethod
     def validate_environ(cls, hard_fail: bool) -> None:

@@ -117,3 +117,32 @@ def test_runs_in_a_venv_without_vllm(venv_without_vllm):
     assert "PROBLEM:   vLLM is not installed: install vllm 0.32.x" in proc.stdout
     assert "PROBLEM:   torch is not installed" in proc.stdout
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("memory, fix", [("lots", "use e.g. 8GiB"), ("4096GiB", "lower it")])
+def test_bad_emulated_device_memory_is_a_problem(memory, fix):
+    """The engine refuses these values at start-up (``envs.emulated_device_memory``), so doctor
+    must not report them as a working device."""
+    proc = _doctor({"VLLM_ASCEND_EMULATE": "1", "VLLM_ASCEND_EMULATE_DEVICE_MEMORY": memory})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    problems = [line for line in proc.stdout.splitlines() if line.startswith("PROBLEM:")]
+    assert len(problems) == 1, proc.stdout
+    assert f"VLLM_ASCEND_EMULATE_DEVICE_MEMORY={memory!r}" in problems[0] or (
+        f"VLLM_ASCEND_EMULATE_DEVICE_MEMORY={memory} " in problems[0]), problems
+    assert fix in problems[0], problems
+    assert "result:    INCOMPATIBLE" in proc.stdout
+
+
+def test_emulated_device_memory_shown_parsed():
+    proc = _doctor({"VLLM_ASCEND_EMULATE": "1", "VLLM_ASCEND_EMULATE_DEVICE_MEMORY": "512MiB"},
+                   "--json")
+    report = json.loads(proc.stdout)
+    assert report["devices"] == ["emulated NPU on cpu, device memory 0.500 GiB "
+                                 "(VLLM_ASCEND_EMULATE_DEVICE_MEMORY=512MiB)"]
+
+
+def test_unknown_ascend_variable_named_with_closest():
+    proc = _doctor({"VLLM_ASCEND_EMULATE": "1", "VLLM_ASCEND_EMULATE_DEVICE_MEMROY": "2GiB"})
+    notes = [line for line in proc.stdout.splitlines() if line.startswith("note:")]
+    assert notes == ["note:      VLLM_ASCEND_EMULATE_DEVICE_MEMROY is not a vllm-ascend variable "
+                     "and is ignored; did you mean VLLM_ASCEND_EMULATE_DEVICE_MEMORY?"], proc.stdout

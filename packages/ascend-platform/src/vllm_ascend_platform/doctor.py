@@ -3,8 +3,10 @@
 Reports the mode (NPU, emulation, inactive), device(s), the versions of vLLM,
 torch, torch_npu and CANN, the SoC name, every layer against the meta-package's
 ranges (layer-skew check), the plugin entry points vLLM would load given
-``VLLM_PLUGINS`` and why, and the patch registry. Exit code 1 when anything is
-incompatible, else 0.
+``VLLM_PLUGINS`` and why, and the patch registry. In emulation the emulated device
+memory is parsed as the engine parses it (a value the engine refuses is a problem); a
+set ``VLLM_ASCEND_*`` variable the plugin does not read is a note naming the closest
+known one. Exit code 1 when anything is incompatible, else 0.
 
 It must run where vLLM is missing or broken, so vLLM, torch and torch_npu are
 only imported inside probes that report their own failure (no module-level
@@ -14,6 +16,7 @@ import of any of them).
 from __future__ import annotations
 
 import argparse
+import difflib
 import glob
 import importlib.metadata
 import importlib.util
@@ -21,7 +24,7 @@ import json
 import os
 from typing import Any
 
-from vllm_ascend_platform import version_check
+from vllm_ascend_platform import envs, version_check
 from vllm_ascend_platform.plugin import GENERAL_GROUP, LAYERS_ENTRY, PLATFORM_ENTRY, PLATFORM_GROUP
 
 
@@ -99,8 +102,15 @@ def collect() -> dict[str, Any]:
     devices: list[str] = []
     report["devices"], report["soc"] = devices, None
     if mode == "emulation":
-        memory = os.environ.get("VLLM_ASCEND_EMULATE_DEVICE_MEMORY", "8GiB (default)")
-        devices.append(f"emulated NPU on cpu, device memory {memory}")
+        raw = os.environ.get("VLLM_ASCEND_EMULATE_DEVICE_MEMORY", "").strip()
+        try:  # the engine parses it the same way at start-up and refuses what fails here
+            memory = envs.emulated_device_memory()
+        except ValueError as exc:
+            problems.append(str(exc))
+        else:
+            where = f"VLLM_ASCEND_EMULATE_DEVICE_MEMORY={raw}" if raw else "default"
+            devices.append(f"emulated NPU on cpu, device memory {memory / (1 << 30):.3f} GiB "
+                           f"({where})")
     elif mode == "npu":
         try:
             from ascend_ops import device
@@ -127,10 +137,24 @@ def collect() -> dict[str, Any]:
         problems.append(f"the meta-package {version_check.META_DIST} is not installed, so vLLM "
                         "finds no Ascend entry points; install it from the checkout (pip install .)")
 
+    notes.extend(_unknown_ascend_variables())
     report["plugins"] = _plugins(mode, problems)
     report["patches"] = _patches(vllm_version)
     report["ok"] = not problems
     return report
+
+
+def _unknown_ascend_variables() -> list[str]:
+    """A note for each set ``VLLM_ASCEND_*`` variable the plugin does not read (a typo is
+    otherwise silent: vLLM only logs a warning at start-up), naming the closest known one."""
+    known = list(envs.ENVIRONMENT_VARIABLES)
+    notes = []
+    for name in sorted(os.environ):
+        if name.startswith("VLLM_ASCEND_") and name not in envs.ENVIRONMENT_VARIABLES:
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]}?" if close else f"; known: {', '.join(known)}"
+            notes.append(f"{name} is not a vllm-ascend variable and is ignored{hint}")
+    return notes
 
 
 def _plugins(mode: str, problems: list[str]) -> dict[str, Any]:

@@ -32,11 +32,52 @@ def apply_ascend_defaults(platform_cls: type, vllm_config: VllmConfig) -> None:
     from vllm_ascend_platform.plugin import startup_check
 
     startup_check(vllm_config)
+    _check_block_size(vllm_config)
     _install_worker(vllm_config)
     _scheduling(vllm_config)
     _execution_mode(vllm_config)
     _custom_ops(vllm_config)
     _log_startup_line(platform_cls, vllm_config)
+
+
+def _check_block_size(vllm_config: VllmConfig) -> None:
+    """Refuse a user ``--block-size`` the model's Ascend attention backend cannot page with.
+
+    vLLM 0.32 matches the KV manager's block size against the backends'
+    ``get_supported_kernel_block_sizes()`` only when it allocates the KV cache
+    (``select_common_block_size`` in ``vllm/v1/worker/utils.py``), after the weights are
+    loaded; this applies the same rule at config time. A size fits when it is a multiple of
+    one entry (an int ``k``: kernel blocks of ``k`` tile it; ``MultipleOf(m)``: it is a
+    multiple of ``m``). The backend is the one ``NPUPlatform.get_attn_backend_cls`` picks
+    (ASCEND_MLA for MLA models, else ASCEND_ATTN), named through the attention layer.
+
+    Raises:
+        ValueError: naming the flag, the backend, its granularity and a size that fits.
+    """
+    cache, model = vllm_config.cache_config, vllm_config.model_config
+    if model is None or not getattr(cache, "user_specified_block_size", False):
+        return
+    from vllm.utils.import_utils import resolve_obj_by_qualname
+    from vllm.v1.attention.backend import MultipleOf
+
+    from vllm_ascend_platform.layers import require_layer
+
+    attention = require_layer("vllm_ascend_attention", "attention")
+    name = "ASCEND_MLA" if getattr(model, "use_mla", False) else "ASCEND_ATTN"
+    backend = resolve_obj_by_qualname(attention.BACKENDS[name])
+    units = [s.base if isinstance(s, MultipleOf) else int(s)
+             for s in backend.get_supported_kernel_block_sizes()]
+    block_size = cache.block_size
+    if not units or any(block_size % unit == 0 for unit in units):
+        return
+    unit = min(units)
+    suggested = -(-block_size // unit) * unit
+    default = backend.get_preferred_block_size(cache.DEFAULT_BLOCK_SIZE)  # used without the flag
+    raise ValueError(
+        f"--block-size {block_size} does not fit the Ascend attention backend {name}, which "
+        f"pages the KV cache in blocks of a multiple of {' or '.join(map(str, units))} tokens; "
+        f"use e.g. --block-size {suggested} (the default is {default})."
+    )
 
 
 def _install_worker(vllm_config: VllmConfig) -> None:

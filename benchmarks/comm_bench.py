@@ -10,7 +10,7 @@ of each is reported (preemption only ever adds time, so the minimum is the least
 Bandwidth is the bus bandwidth convention of nccl-tests: all_reduce moves 2(n-1)/n of the
 buffer per rank, all_gather (n-1)/n of the output.
 
-    python benchmarks/comm_bench.py [--sizes 1K,64K,1M,8M] [--iters 10] [--rounds 15]
+    python benchmarks/comm_bench.py [--sizes 1K,64K,1M,8M] [--iters 10] [--rounds 30]
 """
 
 from __future__ import annotations
@@ -26,7 +26,21 @@ WORLD = 2
 def _parse_size(text: str) -> int:
     units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     text = text.strip().upper()
-    return int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(text)
+    return int(float(text[:-1]) * units[text[-1]]) if text[-1:] in units else int(text)
+
+
+def _size_list(text: str) -> list[int]:
+    """argparse type of ``--sizes``: comma-separated positive byte counts, optional K/M/G."""
+    sizes = []
+    for item in text.split(","):
+        try:
+            size = _parse_size(item)
+        except (ValueError, IndexError):
+            size = 0
+        if size <= 0:
+            raise argparse.ArgumentTypeError(f"{item!r} is not a positive size such as 64K or 1M")
+        sizes.append(size)
+    return sizes
 
 
 def _time(fn, iters: int, barrier) -> float:
@@ -90,12 +104,14 @@ def _busbw(op: str, nbytes: int, seconds: float) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="1K,64K,1M,8M", help="message sizes per rank (bytes, K/M/G)")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--sizes", default="1K,64K,1M,8M", type=_size_list,
+                    help="message sizes per rank (bytes, K/M/G)")
     ap.add_argument("--iters", type=int, default=10, help="calls per timed round")
     ap.add_argument("--rounds", type=int, default=30, help="interleaved rounds (best taken)")
     args = ap.parse_args()
-    sizes = [_parse_size(s) for s in args.sizes.split(",")]
+    sizes = args.sizes
 
     import torch.multiprocessing as mp
 

@@ -169,14 +169,28 @@ def check_agree(name: str, out: torch.Tensor, ref: torch.Tensor, dtype: torch.dt
     return err
 
 
+#: dtypes both paths run (vLLM's cpu_fused_moe weight prepack has no float64 kernel)
+DTYPES = ("float32", "bfloat16")
+
+
+def _dtype_list(text: str) -> str:
+    """argparse type of ``--dtypes``: a comma-separated subset of :data:`DTYPES`."""
+    bad = [d for d in text.split(",") if d not in DTYPES]
+    if bad:
+        raise argparse.ArgumentTypeError(f"{bad[0]!r} is not one of {', '.join(DTYPES)}")
+    return text
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--tokens", default="1,4,16,64", help="decode batch sizes (tokens per step)")
-    ap.add_argument("--dtypes", default="float32,bfloat16")
-    ap.add_argument("--hidden", type=int, default=1024)
-    ap.add_argument("--experts", type=int, default=64)
+    ap.add_argument("--dtypes", default="float32,bfloat16", type=_dtype_list,
+                    help="comma-separated, from " + ", ".join(DTYPES))
+    ap.add_argument("--hidden", type=int, default=1024, help="hidden_size")
+    ap.add_argument("--experts", type=int, default=64, help="routed experts")
     ap.add_argument("--inter", type=int, default=384, help="moe_intermediate_size")
-    ap.add_argument("--top-k", type=int, default=8)
+    ap.add_argument("--top-k", type=int, default=8, help="experts per token")
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (best taken)")
     ap.add_argument("--reps", type=int, default=5, help="timed calls per path per round")
     ap.add_argument("--no-ref", action="store_true", help="skip the reference backend")

@@ -49,12 +49,13 @@ def _child_env() -> None:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
-def _generate(model: str, prompts: list[list[int]], inspect=None, **engine_kw):
+def _generate(model: str, prompts: list[list[int]], inspect=None, enforce_eager: bool = True,
+              **engine_kw):
     """Greedy tokens per prompt; with ``inspect``, also ``inspect(llm)`` taken while it is up."""
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt
 
-    llm = LLM(model=model, dtype="float32", max_model_len=256, enforce_eager=True,
+    llm = LLM(model=model, dtype="float32", max_model_len=256, enforce_eager=enforce_eager,
               gpu_memory_utilization=0.5, seed=0, max_num_seqs=8, **engine_kw)
     print("ENGINE_READY", flush=True)
     params = SamplingParams(temperature=0.0, max_tokens=NEW_TOKENS, ignore_eos=True)
@@ -65,6 +66,11 @@ def _generate(model: str, prompts: list[list[int]], inspect=None, **engine_kw):
     seen = inspect(llm)
     llm.llm_engine.engine_core.shutdown()  # executor first (its Ray actors), then the cluster
     return {"tokens": tokens, **seen}
+
+
+def _graph_facts(llm) -> dict:
+    comp = llm.llm_engine.vllm_config.compilation_config
+    return {"cudagraph_mode": comp.cudagraph_mode.name, "capture_sizes": comp.cudagraph_capture_sizes}
 
 
 def _ray_worker_facts(worker) -> dict:
@@ -159,14 +165,18 @@ def _generate_dp(model: str, prompts: list[list[int]]) -> dict:
 
 
 def _child_main(argv: list[str]) -> None:
-    """``run MODEL OUT TP PP [ep]``, ``dp MODEL OUT`` or ``ray MODEL OUT``."""
+    """``run MODEL OUT TP PP [ep] [graph]``, ``dp MODEL OUT`` or ``ray MODEL OUT``."""
     _child_env()
     mode, model, out = argv[0], argv[1], argv[2]
     if mode == "run":
         tp, pp = int(argv[3]), int(argv[4])
-        ep = len(argv) > 5 and argv[5] == "ep"
+        flags = set(argv[5:])
+        kw = {}
+        if "graph" in flags:  # ACL graph mode (vLLM's default FULL_AND_PIECEWISE), few sizes
+            kw = dict(enforce_eager=False, compilation_config={"cudagraph_capture_sizes": [1, 2, 4, 8]},
+                      inspect=_graph_facts)
         tokens = _generate(model, PROMPTS, tensor_parallel_size=tp, pipeline_parallel_size=pp,
-                           enable_expert_parallel=ep)
+                           enable_expert_parallel="ep" in flags, **kw)
     elif mode == "dp":
         tokens = _generate_dp(model, PROMPTS)
     elif mode == "ray":
@@ -218,9 +228,9 @@ def _wait_all(procs: list[tuple[subprocess.Popen, str]]) -> None:
 
 
 def _run(model: str, tmp_path, name: str, tp: int = 1, pp: int = 1,
-         ep: bool = False) -> list[list[int]]:
+         ep: bool = False, graph: bool = False):
     out, log = str(tmp_path / f"{name}.json"), str(tmp_path / f"{name}.log")
-    args = ["run", model, out, str(tp), str(pp)] + (["ep"] if ep else [])
+    args = ["run", model, out, str(tp), str(pp)] + (["ep"] if ep else []) + (["graph"] if graph else [])
     _wait_all([(_spawn(args, log), log)])
     with open(out) as f:
         return json.load(f)
@@ -270,6 +280,15 @@ def test_tp2_matches_tp1(tiny_qwen3, reference, tmp_path):
 
 def test_pp2_matches_tp1(tiny_qwen3, reference, tmp_path):
     assert _run(tiny_qwen3, tmp_path, "pp2", pp=2) == reference
+
+
+def test_tp2_graph_mode_matches_tp1(tiny_qwen3, reference, tmp_path):
+    """TP=2 without --enforce-eager: the ACL graphs are captured with the TP all-reduce inside
+    (vLLM's own capture context asserts on non-CUDA communicators; the runner substitutes ours)."""
+    got = _run(tiny_qwen3, tmp_path, "tp2_graph", tp=2, graph=True)
+    assert got["cudagraph_mode"] == "FULL_AND_PIECEWISE"
+    assert got["capture_sizes"] == [1, 2, 4, 8]
+    assert got["tokens"] == reference
 
 
 @pytest.fixture(scope="module")

@@ -34,8 +34,12 @@ def _cases(comm, rank: int) -> dict:
     others = [_inp(r) for r in range(WORLD)]
 
     def all_reduce():
-        out = comm.all_reduce(_inp(rank).clone())
+        x = _inp(rank).clone()
+        out = comm.all_reduce(x)
         torch.testing.assert_close(out, others[0] + others[1])
+        # out of place (vLLM's all_reduce custom op contract): input untouched, new storage
+        torch.testing.assert_close(x, others[rank])
+        assert out.data_ptr() != x.data_ptr()
 
     def all_reduce_int():
         x = torch.arange(10, dtype=torch.int64) * (rank + 1)

@@ -126,3 +126,56 @@ def test_pass_manager_counts_matches():
     out = torch.compile(mlp, backend=backend, fullgraph=True, dynamic=False)(x)
     assert pm.match_counts == {"fuse_swiglu": 1, "fuse_add_rms_norm": 0}
     torch.testing.assert_close(out, F.silu(x[..., :8]) * x[..., 8:] + 1)
+
+
+def test_pass_manager_keeps_unused_in_place_writes():
+    """vLLM's VocabParallelEmbedding (TP > 1) zeroes rows of other vocab shards with
+    ``out.masked_fill_(mask, 0)`` and ignores the result; dead-code elimination after the
+    passes must keep it (dropping it gave wrong tokens under TP=2 with graphs on)."""
+    pm = AscendPassManager()
+    pm.options = GraphOptions()
+    pm.passes = build_passes(pm.options)
+
+    def embed_shard(ids, weight):
+        mask = ids >= 4  # ids of another shard
+        out = F.embedding(ids.clamp(max=3), weight)
+        out.masked_fill_(mask.unsqueeze(-1), 0)
+        acc = torch.zeros_like(out)
+        acc.add_(out)  # in-place method, result unused as well
+        return acc
+
+    seen = {}
+
+    def backend(gm, example_inputs):
+        pm(gm.graph)
+        gm.recompile()
+        seen["methods"] = [n.target for n in gm.graph.nodes if n.op == "call_method"]
+        return gm.forward
+
+    torch._dynamo.reset()
+    ids, weight = torch.tensor([0, 5, 2, 7]), torch.randn(4, 8)
+    out = torch.compile(embed_shard, backend=backend, fullgraph=True, dynamic=False)(ids, weight)
+    assert "masked_fill_" in seen["methods"] and "add_" in seen["methods"]
+    torch.testing.assert_close(out, embed_shard(ids, weight))
+    assert out[1].abs().sum() == 0 and out[3].abs().sum() == 0
+
+
+def test_may_mutate_classifies_nodes():
+    from vllm_ascend_graph.passes._fx import may_mutate
+
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    pure_m = g.call_method("add", (x, 1))
+    inplace_m = g.call_method("mul_", (x, 2))
+    dunder = g.call_method("__add__", (x, 1))
+    pure_f = g.call_function(torch.add, (x, 1))
+    inplace_f = g.call_function(torch.relu_, (x,))
+    aten_mut = g.call_function(torch.ops.aten.copy_.default, (x, x))
+    aten_pure = g.call_function(torch.ops.aten.mul.Tensor, (x, x))
+    import operator
+
+    setitem = g.call_function(operator.setitem, (x, 0, 1.0))
+    g.output(x)
+    assert [may_mutate(n) for n in (pure_m, inplace_m, dunder, pure_f, inplace_f, aten_mut,
+                                    aten_pure, setitem)] == [False, True, False, False, True,
+                                                             True, False, True]

@@ -113,12 +113,19 @@ class NPUCommunicator(DeviceCommunicatorBase):
     # -- collectives -----------------------------------------------------------------------
 
     def all_reduce(self, input_: torch.Tensor) -> torch.Tensor:
-        """Sum ``input_`` over the group; returns the sum (same shape/dtype; in place on the eager path)."""
+        """Sum ``input_`` over the group; returns the sum as a new tensor (same shape/dtype).
+
+        Out of place, ``input_`` untouched: vLLM calls this from its ``torch.ops.vllm.all_reduce``
+        custom op (the platform opts into collective custom ops so compiled graphs keep the
+        collective opaque), and a custom op must neither mutate nor return its input
+        (``GroupCoordinator.all_reduce``, vLLM 0.32).
+        """
         try:
             if self._use_pyhccl():
                 return self.pyhccl.all_reduce(input_)
-            dist.all_reduce(input_, group=self.device_group)
-            return input_
+            out = input_.clone()
+            dist.all_reduce(out, group=self.device_group)
+            return out
         except (RuntimeError, dist.DistError) as exc:
             raise self._fail("all_reduce", exc) from exc
 

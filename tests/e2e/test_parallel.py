@@ -189,8 +189,8 @@ def _child_main(argv: list[str]) -> None:
 
 # --------------------------------------------------------------------------- test side
 
-def _spawn(args: list[str], log_path: str) -> subprocess.Popen:
-    env = dict(os.environ)
+def _spawn(args: list[str], log_path: str, extra_env: dict | None = None) -> subprocess.Popen:
+    env = dict(os.environ, **(extra_env or {}))
     env.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)  # conftest sets 0; DP needs the engine process
     log = open(log_path, "w")
     return subprocess.Popen([sys.executable, os.path.abspath(__file__), *args], stdout=log,
@@ -228,10 +228,10 @@ def _wait_all(procs: list[tuple[subprocess.Popen, str]]) -> None:
 
 
 def _run(model: str, tmp_path, name: str, tp: int = 1, pp: int = 1,
-         ep: bool = False, graph: bool = False):
+         ep: bool = False, graph: bool = False, extra_env: dict | None = None):
     out, log = str(tmp_path / f"{name}.json"), str(tmp_path / f"{name}.log")
     args = ["run", model, out, str(tp), str(pp)] + (["ep"] if ep else []) + (["graph"] if graph else [])
-    _wait_all([(_spawn(args, log), log)])
+    _wait_all([(_spawn(args, log, extra_env), log)])
     with open(out) as f:
         return json.load(f)
 
@@ -289,6 +289,18 @@ def test_tp2_graph_mode_matches_tp1(tiny_qwen3, reference, tmp_path):
     assert got["cudagraph_mode"] == "FULL_AND_PIECEWISE"
     assert got["capture_sizes"] == [1, 2, 4, 8]
     assert got["tokens"] == reference
+
+
+def test_graph_mode_restart_loads_compile_cache(tiny_qwen3, reference, tmp_path):
+    """The second start of the same model reloads vLLM's AOT compile cache (it used to die with
+    "'NoneType' object is not callable": vLLM's mega-artifact reload needs inductor output)."""
+    env = {"VLLM_CACHE_ROOT": str(tmp_path / "vllm_cache")}  # private: first start compiles
+    first = _run(tiny_qwen3, tmp_path, "graph_first", graph=True, extra_env=env)
+    second = _run(tiny_qwen3, tmp_path, "graph_second", graph=True, extra_env=env)
+    assert "Directly load AOT compilation" not in (tmp_path / "graph_first.log").read_text()
+    assert "Directly load AOT compilation" in (tmp_path / "graph_second.log").read_text()
+    assert first["tokens"] == reference
+    assert second["tokens"] == reference
 
 
 @pytest.fixture(scope="module")

@@ -107,3 +107,37 @@ def test_register_is_idempotent():
     vllm_ascend_graph.register()
     vllm_ascend_graph.register()
     assert vllm_ascend_graph._registered is True
+
+
+def test_mega_aot_artifact_turned_off_for_our_backend(monkeypatch):
+    """vLLM's mega AOT reload needs inductor artifacts we never produce (second start died)."""
+    from vllm_ascend_graph.execution_mode import MEGA_AOT_ENV
+
+    monkeypatch.setenv(MEGA_AOT_ENV, "unset-me")  # records the original value for teardown
+    monkeypatch.delenv(MEGA_AOT_ENV)
+    vllm_ascend_graph.configure(make_config())
+    import os
+
+    assert os.environ[MEGA_AOT_ENV] == "0"
+    from vllm import envs
+
+    assert envs.VLLM_USE_MEGA_AOT_ARTIFACT is False
+
+
+def test_mega_aot_artifact_explicit_on_is_refused(monkeypatch):
+    from vllm_ascend_graph.execution_mode import MEGA_AOT_ENV
+
+    monkeypatch.setenv(MEGA_AOT_ENV, "1")
+    with pytest.raises(ValueError, match=MEGA_AOT_ENV):
+        vllm_ascend_graph.configure(make_config())
+
+
+def test_mega_aot_artifact_untouched_when_eager(monkeypatch):
+    from vllm_ascend_graph.execution_mode import MEGA_AOT_ENV
+
+    monkeypatch.setenv(MEGA_AOT_ENV, "unset-me")  # records the original value for teardown
+    monkeypatch.delenv(MEGA_AOT_ENV)
+    vllm_ascend_graph.configure(make_config(enforce_eager=True))
+    import os
+
+    assert MEGA_AOT_ENV not in os.environ

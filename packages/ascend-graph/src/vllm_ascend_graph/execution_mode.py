@@ -47,12 +47,45 @@ def set_eager(vllm_config: Any) -> None:
         vllm_config.model_config.enforce_eager = True
 
 
+MEGA_AOT_ENV = "VLLM_USE_MEGA_AOT_ARTIFACT"
+
+
+def _keep_aot_cache_loadable() -> None:
+    """Turn off vLLM's "mega" AOT artifact for our backend (or refuse a user's explicit on).
+
+    vLLM 0.32 (torch >= 2.12) caches the compiled model under
+    ``~/.cache/vllm/torch_compile_cache/torch_aot_compile`` and, by default, reloads it from
+    inductor *standalone-compile* artifacts (``reconstruct_serializable_fn_from_mega_artifact``
+    in ``vllm/compilation/caching.py``). Our compiler generates no code, hence no such
+    artifacts, so the second start of the same model died with "'NoneType' object is not
+    callable". With the variable 0, the reload re-runs vLLM's backend on the cached Dynamo
+    graph, which calls our compiler (passes only) again: the start-up saving of the AOT cache
+    stays. Set here, in the engine's front process, before any worker process starts.
+
+    Raises:
+        ValueError: ``VLLM_USE_MEGA_AOT_ARTIFACT=1`` was set explicitly.
+    """
+    import os
+
+    value = os.environ.get(MEGA_AOT_ENV)
+    if value is None:
+        os.environ[MEGA_AOT_ENV] = "0"
+        logger.info_once("%s=0: the Ascend compile backend emits no inductor artifacts.",
+                         MEGA_AOT_ENV)
+    elif value == "1":
+        raise ValueError(
+            f"{MEGA_AOT_ENV}=1 needs inductor standalone-compile artifacts, which the Ascend "
+            f"compile backend does not produce; unset {MEGA_AOT_ENV} (or set it to 0), or run "
+            "with enforce_eager=True."
+        )
+
+
 def configure_execution_mode(vllm_config: Any) -> None:
     """Decide compilation mode, backend, graph mode and capture sizes (in place).
 
     Raises:
-        ValueError: an unsupported compilation mode; capture sizes that leave nothing
-            to capture; a graph budget below one size's graphs (case C-19).
+        ValueError: an unsupported compilation mode; ``VLLM_USE_MEGA_AOT_ARTIFACT=1``;
+            capture sizes that leave nothing to capture; a graph budget below one size's graphs (case C-19).
         TypeError: a capture size that is not an int.
     """
     from vllm.config import CompilationMode, CUDAGraphMode
@@ -81,6 +114,7 @@ def configure_execution_mode(vllm_config: Any) -> None:
                 comp.backend or "<default>", COMPILER_CLS,
             )
         comp.backend = COMPILER_CLS
+        _keep_aot_cache_loadable()
 
     mode = comp.cudagraph_mode
     if mode is None or mode == CUDAGraphMode.NONE:

@@ -141,7 +141,7 @@ class NPUModelRunner(GPUModelRunner):
         (vLLM ``KVBlockZeroer`` in ``vllm/v1/worker/utils.py``). The Ascend backends do not
         use vLLM's per-block page layout (each layer's slab is reinterpreted as separate K and
         V caches), so zeroing is asked of the layer's backend class when it offers
-        ``zero_kv_cache_blocks(kv_cache, kernel_block_ids)``; other backends get block rows
+        ``zero_kv_cache_blocks(kv_cache, kernel_block_ids, layer)``; other backends get block rows
         of dim 0 zeroed.
         """
         if not block_ids:
@@ -165,7 +165,7 @@ class NPUModelRunner(GPUModelRunner):
                 backend = get_backend() if callable(get_backend) else None
                 zero = getattr(backend, "zero_kv_cache_blocks", None)
                 if zero is not None:
-                    zero(kv, kernel_ids)
+                    zero(kv, kernel_ids, layer)
                 else:
                     kv.index_fill_(0, kernel_ids, 0)
 

@@ -49,6 +49,20 @@ def test_emulation_report_is_ok():
     assert report["problems"] == []
 
 
+def test_simulated_npu_mode_reported():
+    proc = _doctor({"VLLM_ASCEND_SIMULATE_NPU": "1"}, "--json")
+    report = json.loads(proc.stdout)
+    assert report["mode"] == "simulated-npu"
+    assert report["devices"] and "simulated NPU" in report["devices"][0]
+
+
+def test_simulated_npu_with_emulation_is_a_problem():
+    proc = _doctor({"VLLM_ASCEND_SIMULATE_NPU": "1", "VLLM_ASCEND_EMULATE": "1"}, "--json")
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1
+    assert any("both set" in p for p in report["problems"]), report["problems"]
+
+
 @pytest.mark.requires_meta
 def test_text_report_sections():
     proc = _doctor({"VLLM_ASCEND_EMULATE": "1"})

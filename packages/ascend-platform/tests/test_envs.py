@@ -37,3 +37,21 @@ def test_emulate_flag(monkeypatch):
     monkeypatch.setenv("VLLM_ASCEND_EMULATE", "maybe")
     with pytest.raises(ValueError, match="VLLM_ASCEND_EMULATE"):
         envs.emulate()
+
+
+def test_requested_mode(monkeypatch):
+    monkeypatch.delenv("VLLM_ASCEND_EMULATE", raising=False)
+    monkeypatch.delenv("VLLM_ASCEND_SIMULATE_NPU", raising=False)
+    assert envs.requested_mode() is None and not envs.host_device()
+    monkeypatch.setenv("VLLM_ASCEND_SIMULATE_NPU", "1")
+    assert envs.requested_mode() == "simulated-npu" and envs.host_device()
+    monkeypatch.setenv("VLLM_ASCEND_SIMULATE_NPU", "0")
+    monkeypatch.setenv("VLLM_ASCEND_EMULATE", "1")
+    assert envs.requested_mode() == "emulation"
+    monkeypatch.setenv("VLLM_ASCEND_SIMULATE_NPU", "1")
+    with pytest.raises(ValueError, match="both set.*unset one"):
+        envs.requested_mode()
+    monkeypatch.setenv("VLLM_ASCEND_EMULATE", "0")
+    monkeypatch.setenv("VLLM_ASCEND_SIMULATE_NPU", "sure")
+    with pytest.raises(ValueError, match="VLLM_ASCEND_SIMULATE_NPU='sure'"):
+        envs.simulate_npu()

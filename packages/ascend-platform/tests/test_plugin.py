@@ -23,7 +23,8 @@ from vllm_ascend_platform.features import UnsupportedFeatureError
 @pytest.fixture(autouse=True)
 def fresh(monkeypatch):
     plugin._reset_for_tests()
-    for var in ("VLLM_ASCEND_EMULATE", "VLLM_PLUGINS", "VLLM_ASCEND_SKIP_VERSION_CHECK"):
+    for var in ("VLLM_ASCEND_EMULATE", "VLLM_ASCEND_SIMULATE_NPU", "VLLM_PLUGINS",
+                "VLLM_ASCEND_SKIP_VERSION_CHECK"):
         monkeypatch.delenv(var, raising=False)
     yield
     plugin._reset_for_tests()
@@ -54,6 +55,31 @@ def test_emulation_activates_without_importing_torch_npu(monkeypatch, caplog):
         assert plugin.platform_plugin() == "vllm_ascend_platform.platform.NPUPlatform"
     assert plugin.current_mode() == "emulation"
     assert "emulation mode" in caplog.text and "vllm.platform_plugins: [ascend]" in caplog.text
+
+
+@pytest.mark.requires_meta
+def test_simulated_npu_activates_in_its_own_mode(monkeypatch, caplog):
+    monkeypatch.setenv("VLLM_ASCEND_SIMULATE_NPU", "1")
+    monkeypatch.setattr(plugin, "_has_simulator", lambda: True)
+    monkeypatch.setitem(sys.modules, "torch_npu", None)  # the real torch_npu is never wanted
+    with caplog.at_level(logging.INFO, logger="vllm.ascend"):
+        assert plugin.platform_plugin() == "vllm_ascend_platform.platform.NPUPlatform"
+    assert plugin.current_mode() == "simulated-npu"
+    assert "simulated-npu mode" in caplog.text
+
+
+def test_simulated_npu_with_emulation_exits(monkeypatch):
+    monkeypatch.setenv("VLLM_ASCEND_SIMULATE_NPU", "1")
+    monkeypatch.setenv("VLLM_ASCEND_EMULATE", "1")
+    with pytest.raises(SystemExit, match="VLLM_ASCEND_EMULATE=1 and VLLM_ASCEND_SIMULATE_NPU=1"):
+        plugin.platform_plugin()
+
+
+def test_simulated_npu_without_simulator_exits(monkeypatch):
+    monkeypatch.setenv("VLLM_ASCEND_SIMULATE_NPU", "1")
+    monkeypatch.setattr(plugin, "_has_simulator", lambda: False)
+    with pytest.raises(SystemExit, match="needs ascend_ops.simulator"):
+        plugin.platform_plugin()
 
 
 def test_log_without_vllm_logging_goes_to_stderr(monkeypatch, capsys):

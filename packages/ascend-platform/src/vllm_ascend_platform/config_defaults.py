@@ -148,7 +148,8 @@ def _log_startup_line(platform_cls: type, vllm_config: VllmConfig) -> None:
     from vllm_ascend_platform.version_check import layer_statuses
 
     layers = ", ".join(f"{s.layer.dist} {s.version or 'absent'}" for s in layer_statuses())
-    mode = "CPU emulation" if envs.emulate() else "NPU"
+    mode = {"emulation": "CPU emulation", "simulated-npu": "simulated NPU"}.get(
+        envs.requested_mode() or "", "NPU")
     logger.info_once(
         "vllm-ascend: mode=%s device=%s vllm=%s torch=%s torch_npu=%s layers: %s",
         mode,

@@ -1,9 +1,9 @@
 """``vllm-ascend doctor``: what would run, with which versions, and what is wrong.
 
-Reports the mode (NPU, emulation, inactive), device(s), the versions of vLLM,
+Reports the mode (npu, simulated-npu, emulation, inactive), device(s), the versions of vLLM,
 torch, torch_npu and CANN, the SoC name, every layer against the meta-package's
 ranges (layer-skew check), the plugin entry points vLLM would load given
-``VLLM_PLUGINS`` and why, and the patch registry. In emulation the emulated device
+``VLLM_PLUGINS`` and why, and the patch registry. In emulation (and simulated NPU) the device
 memory is parsed as the engine parses it (a value the engine refuses is a problem); a
 set ``VLLM_ASCEND_*`` variable the plugin does not read is a note naming the closest
 known one. Exit code 1 when anything is incompatible, else 0.
@@ -28,13 +28,39 @@ from vllm_ascend_platform import envs, version_check
 from vllm_ascend_platform.plugin import GENERAL_GROUP, LAYERS_ENTRY, PLATFORM_ENTRY, PLATFORM_GROUP
 
 
-def _emulate_flag() -> tuple[bool, str | None]:
-    value = os.environ.get("VLLM_ASCEND_EMULATE", "").strip().lower()
+def _flag(name: str) -> tuple[bool, str | None]:
+    value = os.environ.get(name, "").strip().lower()
     if value in ("", "0", "false", "no", "off"):
         return False, None
     if value in ("1", "true", "yes", "on"):
         return True, None
-    return False, f"VLLM_ASCEND_EMULATE={value!r} is not a boolean; set it to 1 or unset it"
+    return False, f"{name}={value!r} is not a boolean; set it to 1 or unset it"
+
+
+def _has_simulator() -> bool:
+    try:  # finding a submodule imports its package (ascend_ops, torch): report, do not raise
+        return importlib.util.find_spec("ascend_ops.simulator") is not None
+    except Exception:
+        return False
+
+
+def _requested_mode(problems: list[str]) -> str | None:
+    """``"emulation"`` / ``"simulated-npu"`` as the flags ask (the engine's rule,
+    ``envs.requested_mode``), else None; flag problems are appended to ``problems``."""
+    emulate, problem = _flag("VLLM_ASCEND_EMULATE")
+    simulate, sim_problem = _flag("VLLM_ASCEND_SIMULATE_NPU")
+    problems.extend(p for p in (problem, sim_problem) if p)
+    if emulate and simulate:
+        problems.append("VLLM_ASCEND_EMULATE=1 and VLLM_ASCEND_SIMULATE_NPU=1 are both set; "
+                        "they are different modes, unset one of them")
+    if emulate:
+        return "emulation"
+    if simulate:
+        if not _has_simulator():
+            problems.append("VLLM_ASCEND_SIMULATE_NPU=1 but ascend_ops.simulator is not "
+                            "installed; install ascend-ops from this checkout")
+        return "simulated-npu"
+    return None
 
 
 def _cann_version() -> str | None:
@@ -69,11 +95,9 @@ def collect() -> dict[str, Any]:
     notes: list[str] = []
     report: dict[str, Any] = {"problems": problems, "notes": notes}
 
-    emulate, flag_problem = _emulate_flag()
-    if flag_problem:
-        problems.append(flag_problem)
+    requested = _requested_mode(problems)
     has_npu = importlib.util.find_spec("torch_npu") is not None
-    mode = "emulation" if emulate else ("npu" if has_npu else "inactive")
+    mode = requested or ("npu" if has_npu else "inactive")
     report["mode"] = mode
     if mode == "inactive":
         notes.append("torch_npu is not installed and VLLM_ASCEND_EMULATE is not set: the plugin "
@@ -101,7 +125,7 @@ def collect() -> dict[str, Any]:
 
     devices: list[str] = []
     report["devices"], report["soc"] = devices, None
-    if mode == "emulation":
+    if mode in ("emulation", "simulated-npu"):
         raw = os.environ.get("VLLM_ASCEND_EMULATE_DEVICE_MEMORY", "").strip()
         try:  # the engine parses it the same way at start-up and refuses what fails here
             memory = envs.emulated_device_memory()
@@ -109,7 +133,9 @@ def collect() -> dict[str, Any]:
             problems.append(str(exc))
         else:
             where = f"VLLM_ASCEND_EMULATE_DEVICE_MEMORY={raw}" if raw else "default"
-            devices.append(f"emulated NPU on cpu, device memory {memory / (1 << 30):.3f} GiB "
+            what = "simulated NPU (ascend_ops.simulator)" if mode == "simulated-npu" else \
+                "emulated NPU"
+            devices.append(f"{what} on cpu, device memory {memory / (1 << 30):.3f} GiB "
                            f"({where})")
     elif mode == "npu":
         try:

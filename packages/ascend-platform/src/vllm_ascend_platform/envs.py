@@ -18,9 +18,14 @@ GiB = 1 << 30
 ENVIRONMENT_VARIABLES: dict[str, str] = {
     "VLLM_ASCEND_EMULATE": "1 runs the whole plugin on CPU (CPU emulation mode)",
     "VLLM_ASCEND_EMULATE_DEVICE_MEMORY": (
-        "emulated device memory, e.g. 8GiB or 512MiB (default 8GiB, at most half the host RAM)"
+        "emulated (or simulated-NPU) device memory, e.g. 8GiB or 512MiB (default 8GiB, at most "
+        "half the host RAM)"
     ),
     "VLLM_ASCEND_SKIP_VERSION_CHECK": "1 lets an unsupported vLLM version run with a warning",
+    "VLLM_ASCEND_SIMULATE_NPU": (
+        "1 runs the plugin's NPU code path on CPU over the simulated torch_npu "
+        "(ascend_ops.simulator; simulated-NPU mode)"
+    ),
 }
 
 _DEFAULT_EMULATED_MEMORY = 8 * GiB
@@ -28,17 +33,51 @@ _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 
           "mb": 1 << 20, "mib": 1 << 20, "g": GiB, "gb": GiB, "gib": GiB}
 
 
-def emulate() -> bool:
-    """True when ``VLLM_ASCEND_EMULATE`` asks for CPU emulation mode."""
-    value = os.environ.get("VLLM_ASCEND_EMULATE", "").strip().lower()
+def _flag(name: str, enables: str) -> bool:
+    value = os.environ.get(name, "").strip().lower()
     if value in ("", "0", "false", "no", "off"):
         return False
     if value in ("1", "true", "yes", "on"):
         return True
     raise ValueError(
-        f"VLLM_ASCEND_EMULATE={value!r} is not a boolean; set it to 1 to enable CPU "
-        "emulation or 0 / unset to disable it."
+        f"{name}={value!r} is not a boolean; set it to 1 to enable {enables} "
+        "or 0 / unset to disable it."
     )
+
+
+def emulate() -> bool:
+    """True when ``VLLM_ASCEND_EMULATE`` asks for CPU emulation mode."""
+    return _flag("VLLM_ASCEND_EMULATE", "CPU emulation")
+
+
+def simulate_npu() -> bool:
+    """True when ``VLLM_ASCEND_SIMULATE_NPU`` asks for simulated-NPU mode (docs/simulated-npu.md)."""
+    return _flag("VLLM_ASCEND_SIMULATE_NPU", "simulated-NPU mode")
+
+
+def requested_mode() -> str | None:
+    """The mode the variables ask for: ``"emulation"``, ``"simulated-npu"`` or None (NPU or
+    inactive, decided by whether torch_npu is installed).
+
+    Raises:
+        ValueError: a malformed flag, or both ``VLLM_ASCEND_EMULATE=1`` and
+            ``VLLM_ASCEND_SIMULATE_NPU=1`` (they select different op branches; pick one).
+    """
+    emulated, simulated = emulate(), simulate_npu()
+    if emulated and simulated:
+        raise ValueError(
+            "VLLM_ASCEND_EMULATE=1 and VLLM_ASCEND_SIMULATE_NPU=1 are both set, but they are "
+            "different modes (CPU kernels vs the NPU code path over the simulated torch_npu); "
+            "unset one of them."
+        )
+    if emulated:
+        return "emulation"
+    return "simulated-npu" if simulated else None
+
+
+def host_device() -> bool:
+    """True in the two modes whose device tensors live on the host (emulation, simulated NPU)."""
+    return requested_mode() is not None
 
 
 def parse_bytes(text: str, name: str) -> int:

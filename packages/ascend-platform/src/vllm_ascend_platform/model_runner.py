@@ -6,6 +6,12 @@ chunked prefill, prefix caching, preemption, sampling) and replace the parts
 that talk to a device: streams/events, synchronisation, weight-memory
 accounting and, in CPU emulation, the host/device buffer pairs (which collapse
 to one host tensor, as vLLM's own CPU runner does).
+
+In simulated-NPU mode (docs/simulated-npu.md) the runner takes the NPU path:
+separate host and device buffers (both CPU tensors), device synchronisation and
+streams through the simulated ``torch.npu``; weights and the KV cache are
+accounted on the simulated device (``ascend_ops.simulator.account_alloc``), so
+``mem_get_info`` and the KV budget see them.
 """
 
 from __future__ import annotations
@@ -60,6 +66,8 @@ class NPUModelRunner(GPUModelRunner):
 
     def __init__(self, vllm_config: VllmConfig, device: torch.device) -> None:
         self.emulated = envs.emulate()
+        self.simulated = envs.simulate_npu()
+        self._simulated_kv_bytes = 0
         with device_stream_api():
             super().__init__(vllm_config, device)
         if self.emulated:
@@ -103,19 +111,38 @@ class NPUModelRunner(GPUModelRunner):
         return super()._to_list(sampled_token_ids)
 
     def load_model(self, load_dummy_weights: bool = False) -> None:
-        """Load weights; in emulation count their bytes (no device allocator to ask)."""
-        if not self.emulated:
+        """Load weights; on the host (emulation, simulated NPU) count their bytes (no device
+        allocator to ask) and, simulated, account them on the simulated device."""
+        if not (self.emulated or self.simulated):
             return super().load_model(load_dummy_weights=load_dummy_weights)
         if load_dummy_weights:
             raise ValueError("Dummy-weight loading (elastic EP scale-up) is not supported on Ascend.")
-        logger.info("Loading model %s (CPU emulation).", self.model_config.model)
+        what = "simulated NPU" if self.simulated else "CPU emulation"
+        logger.info("Loading model %s (%s).", self.model_config.model, what)
         self.model = get_model(vllm_config=self.vllm_config)
         self.model_memory_usage = _module_bytes(self.model)
+        if self.simulated:
+            from vllm_ascend_platform.simulated import account_alloc
+
+            account_alloc(self.model_memory_usage)
         self._wrap_full_graph()
         logger.info_once(
-            "Model weights take %.3f GiB of emulated device memory.",
+            "Model weights take %.3f GiB of %s device memory.",
             self.model_memory_usage / (1 << 30),
+            "simulated" if self.simulated else "emulated",
         )
+
+    def initialize_kv_cache(self, kv_cache_config: Any, is_profiling: bool = False,
+                            **kwargs: Any) -> None:
+        """vLLM's KV-cache set-up; simulated, the allocation is accounted on the device."""
+        super().initialize_kv_cache(kv_cache_config, is_profiling=is_profiling, **kwargs)
+        if self.simulated and not is_profiling:
+            from vllm_ascend_platform.simulated import account_alloc, account_free
+
+            if self._simulated_kv_bytes:
+                account_free(self._simulated_kv_bytes)
+            self._simulated_kv_bytes = sum(int(t.size) for t in kv_cache_config.kv_cache_tensors)
+            account_alloc(self._simulated_kv_bytes)
 
     def _wrap_full_graph(self) -> None:
         """FULL/FULL_DECODE_ONLY/FULL_AND_PIECEWISE: wrap the model in the static graph

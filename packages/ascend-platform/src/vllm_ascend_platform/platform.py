@@ -1,10 +1,14 @@
 """``NPUPlatform``: vLLM's out-of-tree platform for Ascend NPUs.
 
-Two modes share this class (DESIGN.md section 3): NPU mode (torch_npu present,
-device type ``npu``, HCCL) and CPU emulation mode (``VLLM_ASCEND_EMULATE=1``,
-device type ``cpu``, gloo, emulated device memory). The mode is fixed when the
-module is imported, because vLLM reads ``device_type`` and friends as class
-attributes. Hooks follow ``vllm/platforms/interface.py`` of vLLM 0.32.
+Three modes share this class: NPU mode (torch_npu present, device type ``npu``,
+HCCL), simulated-NPU mode (``VLLM_ASCEND_SIMULATE_NPU=1``: the NPU code path over
+``ascend_ops.simulator``, docs/simulated-npu.md; device tensors are CPU tensors, so
+device type ``cpu`` and gloo) and CPU emulation mode (``VLLM_ASCEND_EMULATE=1``,
+device type ``cpu``, gloo, emulated device memory, CPU kernels). The mode is fixed
+when the module is imported, because vLLM reads ``device_type`` and friends as class
+attributes; every vLLM process that resolves the platform (engine core, spawned TP
+workers, Ray actors) imports this module and so sets up its own runtime here. Hooks
+follow ``vllm/platforms/interface.py`` of vLLM 0.32.
 """
 
 from __future__ import annotations
@@ -25,11 +29,19 @@ if TYPE_CHECKING:
 
 logger = init_logger("vllm.ascend.platform")
 
-EMULATED = envs.emulate()
+MODE = envs.requested_mode() or "npu"  # "emulation" | "simulated-npu" | "npu"
+EMULATED = MODE == "emulation"
+SIMULATED = MODE == "simulated-npu"
+#: device tensors are host (CPU) tensors: CPU emulation and simulated NPU
+ON_HOST = EMULATED or SIMULATED
 if EMULATED:
     from vllm_ascend_platform.emulation import install_host_accelerator
 
     install_host_accelerator()
+elif SIMULATED:  # the simulated torch_npu stands in for the real one (docs/simulated-npu.md)
+    from vllm_ascend_platform.simulated import install_simulated_npu
+
+    install_simulated_npu()
 else:  # NPU mode: torch_npu registers the npu device (the plugin already checked it imports)
     from ascend_ops import device as _npu_device
 
@@ -41,19 +53,22 @@ COMMUNICATOR_CLS = "vllm_ascend_comm.communicator.NPUCommunicator"
 ATTENTION_LAYER = "vllm_ascend_attention"
 GRAPH_LAYER = "vllm_ascend_graph"
 EMULATED_SOC = "Ascend910B (emulated on CPU)"
+#: dtypes the torch_npu operators accept for activations (npu_fused_infer_attention_score,
+#: npu_rms_norm, ...: float16 / bfloat16); the simulator refuses float32 as they do
+NPU_OP_DTYPES = (torch.float16, torch.bfloat16)
 
 
 class NPUPlatform(Platform):
-    """Ascend NPU platform (NPU mode or CPU emulation mode)."""
+    """Ascend NPU platform (NPU, simulated-NPU or CPU emulation mode)."""
 
     _enum = PlatformEnum.OOT
-    # torch device type vLLM builds devices from; "cpu" in emulation (DESIGN 7)
-    device_name: str = "cpu" if EMULATED else "npu"
-    device_type: str = "cpu" if EMULATED else "npu"
+    # torch device type vLLM builds devices from; "cpu" where device tensors are host tensors
+    device_name: str = "cpu" if ON_HOST else "npu"
+    device_type: str = "cpu" if ON_HOST else "npu"
     # torch dispatch key of the device's tensors
-    dispatch_key: str = "CPU" if EMULATED else "PrivateUse1"
-    # torch.distributed backend for the device groups
-    dist_backend: str = "gloo" if EMULATED else "hccl"
+    dispatch_key: str = "CPU" if ON_HOST else "PrivateUse1"
+    # torch.distributed backend for the device groups (collectives on gloo off the NPU)
+    dist_backend: str = "gloo" if ON_HOST else "hccl"
     # Ray resource name (Ray's Ascend accelerator); emulation uses the same resource, declared
     # on the cluster by hand: ray start --resources='{"NPU": N}' (DESIGN 7)
     ray_device_key: str = "NPU"
@@ -87,21 +102,33 @@ class NPUPlatform(Platform):
 
     @classmethod
     def get_device_uuid(cls, device_id: int = 0) -> str:
-        return f"ascend-emulated-{device_id}" if EMULATED else f"ascend-npu-{device_id}"
+        prefix = {"emulation": "ascend-emulated", "simulated-npu": "ascend-simulated"}
+        return f"{prefix.get(MODE, 'ascend-npu')}-{device_id}"
 
     @classmethod
     def get_device_total_memory(cls, device_id: int = 0) -> int:
-        """Return device memory in bytes (``VLLM_ASCEND_EMULATE_DEVICE_MEMORY`` in emulation)."""
+        """Return device memory in bytes (``VLLM_ASCEND_EMULATE_DEVICE_MEMORY`` in emulation;
+        the simulated device's capacity, ``torch.npu.mem_get_info``, in simulated-NPU mode)."""
         if EMULATED:
             return envs.emulated_device_memory()
         from ascend_ops import device
 
-        return device.mem_get_info(device_id)[1]
+        return device.mem_get_info(None if SIMULATED else device_id)[1]
 
     @classmethod
     def is_pin_memory_available(cls) -> bool:
         # CPU-only torch cannot pin host memory; NPU mode pins through torch_npu.
-        return not EMULATED
+        return not ON_HOST
+
+    @classmethod
+    def graph_pool_handle(cls) -> Any:
+        """A memory-pool handle for ACL graph capture (``torch.npu.graph_pool_handle``, through
+        ``ascend_ops.device``); vLLM's ``get_global_graph_pool`` calls it once per process.
+        None where the device seam has no pool (capture then uses the default pool)."""
+        from ascend_ops import device
+
+        handle = getattr(device, "graph_pool_handle", None)
+        return handle() if handle is not None else None
 
     @classmethod
     def inference_mode(cls):
@@ -109,7 +136,7 @@ class NPUPlatform(Platform):
 
     @classmethod
     def set_device(cls, device: torch.device) -> None:
-        if not EMULATED:
+        if not ON_HOST:  # simulated NPU: the worker binds its device itself (init_device)
             from ascend_ops import device as npu_device
 
             npu_device.set_device(device)
@@ -144,6 +171,8 @@ class NPUPlatform(Platform):
         from vllm_ascend_platform.ray_support import forward_env_to_ray_workers
 
         apply_ascend_defaults(cls, vllm_config)
+        if SIMULATED:
+            _check_simulated_dtype(vllm_config)
         forward_env_to_ray_workers(vllm_config.parallel_config)
 
     @classmethod
@@ -299,10 +328,11 @@ class NPUPlatform(Platform):
 
     @classmethod
     def register_triton_kernel_overrides(cls) -> None:
-        """In emulation, replace vLLM's Triton input-prep kernels with torch versions."""
+        """On the host (emulation, simulated NPU), replace vLLM's Triton input-prep kernels
+        with torch versions."""
         from vllm.triton_utils import HAS_TRITON
 
-        if EMULATED and not HAS_TRITON:
+        if ON_HOST and not HAS_TRITON:
             from vllm_ascend_platform.triton_overrides import register
 
             register()
@@ -315,3 +345,23 @@ def _current_hf_text_config() -> Any:
     config = get_current_vllm_config_or_none()
     model = getattr(config, "model_config", None) if config is not None else None
     return getattr(model, "hf_text_config", None) if model is not None else None
+
+
+def _check_simulated_dtype(vllm_config: VllmConfig) -> None:
+    """Refuse a model dtype the torch_npu operators reject (simulated-NPU mode).
+
+    ``npu_fused_infer_attention_score``, ``npu_rms_norm`` and the other operators take
+    float16 / bfloat16 activations; the simulator enforces the same rule, so a float32 model
+    would fail on the first forward pass. Stop at start-up instead.
+
+    Raises:
+        ValueError: naming the dtype and the flags that fix it.
+    """
+    model = vllm_config.model_config
+    if model is not None and model.dtype not in NPU_OP_DTYPES:
+        raise ValueError(
+            f"simulated-NPU mode (VLLM_ASCEND_SIMULATE_NPU=1) runs the torch_npu operators, "
+            f"which do not accept model dtype {model.dtype}; start with --dtype float16 or "
+            "--dtype bfloat16 (LLM(dtype='float16')), or use CPU emulation "
+            "(VLLM_ASCEND_EMULATE=1) for float32."
+        )

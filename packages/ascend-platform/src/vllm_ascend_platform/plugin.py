@@ -5,7 +5,9 @@ vLLM calls the meta-package's ``vllm_ascend:register`` (group
 :func:`platform_plugin`, which decides cheaply whether Ascend is wanted:
 
 * wanted when ``VLLM_ASCEND_EMULATE=1`` (CPU emulation; torch_npu is never
-  imported then) or when ``torch_npu`` is importable (found with
+  imported then), when ``VLLM_ASCEND_SIMULATE_NPU=1`` (the NPU code path over
+  ``ascend_ops.simulator``, docs/simulated-npu.md; the two flags together are
+  refused) or when ``torch_npu`` is importable (found with
   ``importlib.util.find_spec``);
 * not wanted: return None after one visible log line saying why and how to
   enable emulation.
@@ -68,7 +70,7 @@ class AscendStartupError(RuntimeError):
 class _State:
     decided: bool = False
     qualname: str | None = None
-    mode: str | None = None  # "emulation" | "npu" | None
+    mode: str | None = None  # "emulation" | "simulated-npu" | "npu" | None
     problems: list[str] = field(default_factory=list)
     layers_registered: dict[str, str] | None = None
     version_warned: bool = False
@@ -160,18 +162,29 @@ def _npu_problem() -> str | None:
     return None
 
 
+def _has_simulator() -> bool:
+    try:  # finding a submodule imports its package (ascend_ops)
+        return importlib.util.find_spec("ascend_ops.simulator") is not None
+    except ImportError:
+        return False
+
+
 def _decide() -> None:
     from vllm_ascend_platform import envs
 
     try:
-        emulate = envs.emulate()
+        mode = envs.requested_mode()
     except ValueError as exc:
         _fail(str(exc))
-    if emulate:
-        mode = "emulation"
-    elif importlib.util.find_spec("torch_npu") is not None:
+    if mode == "simulated-npu" and not _has_simulator():
+        _fail(
+            "VLLM_ASCEND_SIMULATE_NPU=1 needs ascend_ops.simulator, which this ascend-ops "
+            "does not ship; install ascend-ops from this checkout (pip install -e "
+            "packages/ascend-ops) or unset VLLM_ASCEND_SIMULATE_NPU."
+        )
+    if mode is None and importlib.util.find_spec("torch_npu") is not None:
         mode = "npu"
-    else:
+    elif mode is None:
         log(
             logging.INFO,
             "vllm-ascend: Ascend platform inactive: torch_npu is not installed and "
@@ -215,7 +228,8 @@ def platform_plugin() -> str | None:
 
 
 def current_mode() -> str | None:
-    """``"emulation"``, ``"npu"``, or None when the plugin is inactive (or undecided)."""
+    """``"emulation"``, ``"simulated-npu"``, ``"npu"``, or None when the plugin is inactive
+    (or undecided)."""
     return _state.mode
 
 

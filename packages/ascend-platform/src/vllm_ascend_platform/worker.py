@@ -34,6 +34,12 @@ class NPUWorker(Worker):
         """Bind the device, join the distributed groups and build the model runner."""
         if envs.emulate():
             self.device = torch.device("cpu")
+        elif envs.simulate_npu():
+            from ascend_ops import device
+
+            # the simulated NPU's tensors are host tensors (docs/simulated-npu.md)
+            device.set_device(self.local_rank)
+            self.device = torch.device("cpu")
         else:
             from ascend_ops import device
 
@@ -56,10 +62,10 @@ class NPUWorker(Worker):
         return contextlib.nullcontext()
 
     def load_model(self, *, load_dummy_weights: bool = False) -> None:
-        """Load weights; in emulation keep the host's torch threads (they are the device)."""
+        """Load weights; on the host keep its torch threads (they run the device's work)."""
         threads = torch.get_num_threads()
         super().load_model(load_dummy_weights=load_dummy_weights)
-        if envs.emulate() and torch.get_num_threads() != threads:
+        if envs.host_device() and torch.get_num_threads() != threads:
             torch.set_num_threads(threads)
 
     def determine_available_memory(self) -> int:
@@ -95,10 +101,18 @@ class NPUWorker(Worker):
         per_token = sum(spec.page_size_bytes // spec.block_size for spec in specs.values())
         block_size = next(iter(specs.values())).block_size if specs else self.cache_config.block_size
         sched = self.vllm_config.scheduler_config
+        total = current_platform.get_device_total_memory(self.local_rank)
+        weights = int(self.model_runner.model_memory_usage)
+        if envs.simulate_npu():
+            # what the simulated device holds (the runner accounted the weights there)
+            from ascend_ops import device
+
+            free, total = device.mem_get_info()
+            weights = total - free
         return KVBudget(
-            device_memory=current_platform.get_device_total_memory(self.local_rank),
+            device_memory=total,
             utilization=self.cache_config.gpu_memory_utilization,
-            weights=int(self.model_runner.model_memory_usage),
+            weights=weights,
             activations=activation_estimate(
                 sched.max_num_batched_tokens,
                 sched.max_num_seqs,

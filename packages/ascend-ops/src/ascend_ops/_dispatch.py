@@ -1,7 +1,8 @@
 """Backend selection and call counting shared by every op.
 
-Selection rule (ops contract): tensors on an ``npu`` device -> the torch_npu branch; otherwise the
-compiled ``ascend_ops._C`` kernels when they import, else the pure-torch reference.
+Selection rule (ops contract): tensors on an ``npu`` device, or any tensor while the simulated NPU
+(``ascend_ops.simulator.install()``, docs/simulated-npu.md) is active -> the torch_npu branch;
+otherwise the compiled ``ascend_ops._C`` kernels when they import, else the pure-torch reference.
 ``use_backend`` (or the ``ASCEND_OPS_BACKEND`` environment variable) forces one backend; forcing
 ``native`` when ``_C`` did not import is an error, never a silent fallback.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -104,11 +106,16 @@ def select_backend(t: torch.Tensor) -> str:
         if forced == "native":
             native_module()  # raises with the fix when absent
         return forced
-    if t.device.type == "npu":
+    if t.device.type == "npu" or _simulated():
         return "npu"
     if t.device.type == "cpu" and native_available():
         return "native"
     return "reference"
+
+
+def _simulated() -> bool:
+    sim = sys.modules.get("ascend_ops.simulator")
+    return sim is not None and sim.active()
 
 
 def eager_direct(*tensors: torch.Tensor) -> bool:

@@ -1,8 +1,10 @@
 """Device runtime seam: the only place that talks to the device runtime (torch.npu or CPU).
 
-``current_device()``, ``synchronize()``, ``Stream``, ``Event``, ``mem_get_info()``, ``Graph`` and
-``set_emulated_memory()`` resolve to the torch.npu implementation when torch_npu is imported and
-an NPU is available, else to the CPU emulation (``kind()`` says which).
+``current_device()``, ``synchronize()``, ``Stream``, ``Event``, ``ExternalEvent``,
+``mem_get_info()``, ``Graph``, the graph-task functions and ``set_emulated_memory()`` resolve to
+the torch.npu implementation when torch_npu is imported and an NPU is available (a real one, or
+the simulated NPU of ``ascend_ops.simulator``: ``kind() == "npu"`` and ``current_device()`` is
+``cpu`` there), else to the CPU emulation (``kind()`` says which).
 """
 
 from __future__ import annotations
@@ -84,6 +86,28 @@ def hccl_process_group_cls():
     return _npu.hccl_process_group_cls()
 
 
+def graph_task_group_begin(stream) -> None:
+    """Open a graph task group on ``stream`` during capture (``torch.npu.graph_task_group_begin``;
+    no-op in CPU emulation)."""
+    _impl().graph_task_group_begin(stream)
+
+
+def graph_task_group_end(stream):
+    """Close the task group; returns its handle (None in CPU emulation)."""
+    return _impl().graph_task_group_end(stream)
+
+
+def graph_task_update_begin(stream, handle) -> None:
+    """Start re-issuing the ops of task group ``handle``: they replace the group's ops for later
+    replays and are not executed now (``torch.npu.graph_task_update_begin``; no-op on CPU)."""
+    _impl().graph_task_update_begin(stream, handle)
+
+
+def graph_task_update_end(stream) -> None:
+    """Finish the update started by ``graph_task_update_begin`` (no-op in CPU emulation)."""
+    _impl().graph_task_update_end(stream)
+
+
 def set_emulated_memory(total_bytes: int) -> None:
     """Set the emulated device memory budget in bytes (CPU emulation; ValueError if <= 0)."""
     _cpu.set_emulated_memory(total_bytes)
@@ -95,18 +119,23 @@ def emulated_memory() -> int:
 
 
 def __getattr__(name: str):
-    if name in ("Stream", "Event", "Graph", "stream", "current_stream"):
+    if name in ("Stream", "Event", "ExternalEvent", "Graph", "stream", "current_stream"):
         return getattr(_impl(), name)
     raise AttributeError(f"module 'ascend_ops.device' has no attribute {name!r}")
 
 
 __all__ = [
     "Event",
+    "ExternalEvent",
     "Graph",
     "Stream",
     "current_device",
     "device_count",
     "get_device_name",
+    "graph_task_group_begin",
+    "graph_task_group_end",
+    "graph_task_update_begin",
+    "graph_task_update_end",
     "hccl_process_group_cls",
     "is_capturing",
     "load_npu_runtime",

@@ -104,6 +104,35 @@ class Event:
         return (end._time - self._time) * 1000.0
 
 
+class ExternalEvent:
+    """CPU stand-in for torch.npu.ExternalEvent: record/wait/reset are no-ops."""
+
+    def record(self, stream: Stream | None = None) -> None:
+        return None
+
+    def wait(self, stream: Stream | None = None) -> None:
+        return None
+
+    def reset(self, stream: Stream | None = None) -> None:
+        return None
+
+
+def graph_task_group_begin(stream) -> None:
+    return None
+
+
+def graph_task_group_end(stream) -> None:
+    return None
+
+
+def graph_task_update_begin(stream, handle) -> None:
+    return None
+
+
+def graph_task_update_end(stream) -> None:
+    return None
+
+
 class Graph:
     """Capture object with NPUGraph's surface; on CPU it records the callable and replays eagerly.
 

@@ -1,4 +1,8 @@
-"""Device runtime over ``torch.npu`` (registered by torch_npu)."""
+"""Device runtime over ``torch.npu`` (registered by torch_npu, or by ``ascend_ops.simulator``).
+
+With the simulated NPU (``torch.npu.is_simulated()``), tensors live on the CPU, so
+``current_device()`` is ``torch.device("cpu")``; everything else goes to ``torch.npu`` as on an NPU.
+"""
 
 from __future__ import annotations
 
@@ -56,8 +60,31 @@ def is_capturing() -> bool:
     return bool(torch.npu.is_current_stream_capturing())
 
 
+def simulated() -> bool:
+    """True when torch.npu is ascend_ops' simulator."""
+    return bool(getattr(torch.npu, "is_simulated", lambda: False)())
+
+
 def current_device():
+    if simulated():
+        return torch.device("cpu")
     return torch.device("npu", torch.npu.current_device())
+
+
+def graph_task_group_begin(stream) -> None:
+    torch.npu.graph_task_group_begin(stream)
+
+
+def graph_task_group_end(stream):
+    return torch.npu.graph_task_group_end(stream)
+
+
+def graph_task_update_begin(stream, handle) -> None:
+    torch.npu.graph_task_update_begin(stream, handle)
+
+
+def graph_task_update_end(stream) -> None:
+    torch.npu.graph_task_update_end(stream)
 
 
 def synchronize(device=None) -> None:
@@ -76,6 +103,7 @@ def __getattr__(name: str):
         "Graph": "NPUGraph",
         "stream": "stream",
         "current_stream": "current_stream",
+        "ExternalEvent": "ExternalEvent",
     }
     if name in table:
         return getattr(torch.npu, table[name])

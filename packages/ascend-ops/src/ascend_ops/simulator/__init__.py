@@ -1,0 +1,106 @@
+"""Simulated NPU: ``torch_npu`` and ``torch.npu`` on the CPU (see ``docs/simulated-npu.md``).
+
+``install(capacity_bytes=64 << 30)`` puts a simulated ``torch_npu`` module (operators defined
+from the torch-npu 2.13.0 wheel's published schemas, with constraint checks and reference
+kernels) into ``sys.modules`` and a simulated ``torch.npu`` namespace (devices, memory against
+``capacity_bytes``, streams/events, ``NPUGraph`` capture/replay with task-group updates) onto
+``torch``. Idempotent and cheap after the first call in a process; safe in spawned workers (each
+process installs its own). Raises ``SimulatedNpuError`` when the wheel is missing (with the
+command that fetches it) or when a real torch_npu is already imported.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import torch
+
+from ascend_ops.simulator.errors import SimulatedNpuError
+from ascend_ops.simulator.graph import tracking
+from ascend_ops.simulator.ledger import LEDGER, Ledger, call_sites, static_call_sites
+
+DEFAULT_CAPACITY = 64 << 30
+_lock = threading.Lock()
+_installed: dict = {}
+
+
+def install(capacity_bytes: int | None = None, device_count: int | None = None):
+    """Install the simulator in this process and return the simulated ``torch_npu`` module.
+
+    ``capacity_bytes`` (default 64 GiB) is the simulated device memory; ``device_count``
+    (default 1, or the number of ids in ``ASCEND_RT_VISIBLE_DEVICES``) the visible NPUs. A later
+    call with explicit values reconfigures them; without arguments it only returns the module.
+    Raises ``SimulatedNpuError`` if a real torch_npu is imported, or the wheel is missing.
+    """
+    from ascend_ops.simulator import runtime
+
+    with _lock:
+        if "module" in _installed:
+            if capacity_bytes is not None or device_count is not None:
+                runtime.configure(capacity_bytes or runtime.MEMORY.capacity,
+                                  device_count or runtime.device_count())
+            return _installed["module"]
+        existing = sys.modules.get("torch_npu")
+        if existing is not None and not getattr(existing, "__simulated__", False):
+            raise SimulatedNpuError(
+                "install: a real torch_npu is already imported in this process; the simulator "
+                "replaces torch_npu, so install it before anything imports torch_npu")
+        from ascend_ops.simulator import library, schemas
+
+        runtime.configure(capacity_bytes or DEFAULT_CAPACITY, device_count or _visible_devices())
+        namespace = runtime.build_namespace()
+        module = library.build_module(schemas.published_schemas(), namespace)
+        sys.modules["torch_npu"] = module
+        sys.modules["torch.npu"] = namespace
+        sys.modules["torch_npu.npu"] = namespace
+        torch.npu = namespace
+        _installed["module"] = module
+        return module
+
+
+def _visible_devices() -> int:
+    import os
+
+    ids = [x for x in os.environ.get("ASCEND_RT_VISIBLE_DEVICES", "").split(",") if x.strip()]
+    return max(1, len(ids))
+
+
+def active() -> bool:
+    """True once ``install()`` ran in this process."""
+    return "module" in _installed
+
+
+def ledger() -> Ledger:
+    """The process-wide ``Ledger`` (launches, d2d_bytes, host_syncs, replays, ...)."""
+    return LEDGER
+
+
+def account_alloc(nbytes: int) -> None:
+    """Tell the simulated allocator that ``nbytes`` of device memory were allocated
+    (``torch.OutOfMemoryError`` past the capacity)."""
+    from ascend_ops.simulator import runtime
+
+    runtime.MEMORY.alloc(nbytes)
+
+
+def account_free(nbytes: int) -> None:
+    """Tell the simulated allocator that ``nbytes`` were freed."""
+    from ascend_ops.simulator import runtime
+
+    runtime.MEMORY.free(nbytes)
+
+
+__all__ = [
+    "DEFAULT_CAPACITY",
+    "Ledger",
+    "SimulatedNpuError",
+    "account_alloc",
+    "account_free",
+    "active",
+    "call_sites",
+    "install",
+    "ledger",
+    "static_call_sites",
+    "tracking",
+]

@@ -1,0 +1,275 @@
+"""Documented constraints of each simulated operator; a violation raises
+``SimulatedNpuError("<operator>: <rule>")`` before the kernel runs.
+
+Sources (each rule cites one):
+
+* [PLUGIN] ``torch_npu/_op_plugin_docs.py`` in the torch-npu 2.13.0 wheel (the operator
+  docstrings op-plugin publishes; section named per rule).
+* [ATB-CACHE] CANN ATB ``ReshapeAndCacheOperation`` reference (hiascend.com, ascendtb_01_0073):
+  key/value [num_tokens, num_heads, head_size], caches [num_blocks, block_size, num_heads,
+  head_size], one dtype of float16/bfloat16/int8, slotMapping int32.
+* [ATB-ROPE] CANN ATB ``RopeOperation`` reference (ascendtb_01_0075): query/key [ntokens,
+  hidden] float16/bfloat16, hiddenSizeQ = headNum * headDim and a multiple of hiddenSizeK.
+* [ATB-TENSOR] ATB operators receive ``atb::Tensor`` descriptors (data pointer + shape, no
+  strides; built in op-plugin ``op_plugin/utils/custom_functions/atb/AtbCommon.h``), so a
+  non-contiguous tensor would be read as if it were contiguous: the simulator refuses it.
+
+Rules the simulator does not enforce are listed in ``NOT_ENFORCED`` with the reason.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ascend_ops.simulator.errors import SimulatedNpuError
+
+HALF = (torch.float16, torch.bfloat16)
+FIA_LAYOUTS = ("BSH", "BSND", "BNSD", "BNSD_BSND", "TND")
+
+NOT_ENFORCED = {
+    "npu_fused_infer_attention_score": (
+        "[PLUGIN] 'page attention: block_size >= 128 and a multiple of 128' for Q_S > 1: the "
+        "Q_S = 1 rule (multiple of 16, <= 512) is enforced for every query length, matching the "
+        "platform's block-size check; int8/int4 quantized inputs are not modelled (refused)."
+    ),
+}
+
+
+def _need(ok: bool, op: str, rule: str) -> None:
+    if not ok:
+        raise SimulatedNpuError(f"{op}: {rule}")
+
+
+def _dtype(t: torch.Tensor, allowed, op: str, arg: str) -> None:
+    names = "/".join(str(d).replace("torch.", "") for d in allowed)
+    _need(t.dtype in allowed, op, f"{arg} must be {names}, got {str(t.dtype).replace('torch.', '')}")
+
+
+def _contig(t: torch.Tensor | None, op: str, arg: str) -> None:
+    if t is not None:
+        _need(t.is_contiguous(), op, f"{arg} must be contiguous (non-contiguous tensors are not supported)")
+
+
+def rms_norm(a: dict, op="npu_rms_norm") -> None:
+    # [PLUGIN] npu_rms_norm 约束说明: 输入数据类型仅支持float16、bfloat16和float32; gamma dtype = self.
+    _dtype(a["self"], (*HALF, torch.float32), op, "self")
+    _need(a["gamma"].dtype == a["self"].dtype, op, "gamma must have self's dtype")
+
+
+def add_rms_norm(a: dict, op="npu_add_rms_norm") -> None:
+    # [PLUGIN] npu_add_rms_norm follows npu_rms_norm: float16/bfloat16/float32, x1/x2/gamma one dtype.
+    _dtype(a["x1"], (*HALF, torch.float32), op, "x1")
+    _need(a["x2"].dtype == a["x1"].dtype and a["gamma"].dtype == a["x1"].dtype, op,
+          "x1, x2 and gamma must share one dtype")
+
+
+def swiglu(a: dict, op="npu_swiglu") -> None:
+    # [PLUGIN] npu_swiglu: output = A * sigmoid(A) * B with A, B the two halves along dim, so the
+    # size of dim must be even. dtypes float16/bfloat16/float32 (op-plugin SwiGlu kernel).
+    x, dim = a["self"], a["dim"]
+    _dtype(x, (*HALF, torch.float32), op, "self")
+    _need(x.shape[dim] % 2 == 0, op, f"self.shape[{dim}] must be even (split into two halves)")
+
+
+def rotary_embedding(a: dict, op="_npu_rotary_embedding") -> None:
+    q, k = a["query"], a["key"]
+    # [ATB-ROPE] query [ntokens, hiddenSizeQ], key [ntokens, hiddenSizeK], float16/bfloat16.
+    _need(q.dim() == 2 and k.dim() == 2, op, "query and key must be 2-D [num_tokens, heads * head_size]")
+    _dtype(q, HALF, op, "query")
+    _need(k.dtype == q.dtype, op, "key must have query's dtype")
+    # [ATB-ROPE] hiddenSizeQ = headDim * headNum and a multiple of hiddenSizeK.
+    hs = a["head_size"]
+    _need(q.shape[1] % hs == 0 and k.shape[1] % hs == 0, op, "query/key widths must be multiples of head_size")
+    _need(q.shape[1] % k.shape[1] == 0, op, "query width must be a multiple of key width")
+    # op-plugin RopeAtb.cpp splits cos_sin_cache with chunk(2, -1) and feeds it to the kernel as is.
+    _need(a["cos_sin_cache"].dtype == q.dtype, op, "cos_sin_cache must have query's dtype")
+    _need(a["positions"].dtype in (torch.int32, torch.int64), op, "positions must be int32/int64")
+    # [ATB-TENSOR]
+    for name in ("query", "key", "cos_sin_cache"):
+        _contig(a[name], op, name)
+
+
+def reshape_and_cache(a: dict, op="_npu_reshape_and_cache") -> None:
+    # [ATB-CACHE] slotMapping int32; key/value/caches one dtype of float16/bfloat16/int8.
+    _dtype(a["slot_indices"], (torch.int32,), op, "slot_indices")
+    _dtype(a["key"], (*HALF, torch.int8), op, "key")
+    for name in ("value", "key_cache", "value_cache"):
+        if name in a:
+            _need(a[name].dtype == a["key"].dtype, op, f"{name} must have key's dtype")
+    # [ATB-CACHE] key [num_tokens, num_heads, head_size]; cache [num_blocks, block_size, heads, head_size].
+    _need(a["key"].dim() == 3, op, "key must be [num_tokens, num_heads, head_size]")
+    _need(a["key_cache"].dim() == 4, op, "key_cache must be [num_blocks, block_size, num_heads, head_size]")
+    # [ATB-TENSOR] every operand, the in/out caches included, is passed by pointer + shape.
+    for name in ("key", "value", "key_cache", "value_cache", "slot_indices"):
+        if name in a:
+            _contig(a[name], op, name)
+
+
+def reshape_and_cache_siso(a: dict) -> None:
+    reshape_and_cache(a, "_npu_reshape_and_cache_siso")
+
+
+def _fia_batches(a: dict, layout: str, q: torch.Tensor) -> int:
+    if layout == "TND":
+        return len(a["actual_seq_lengths"] or [])
+    return q.shape[0]
+
+
+def fused_infer_attention(a: dict, op="npu_fused_infer_attention_score") -> None:
+    q, k, v = a["query"], a["key"], a["value"]
+    layout = a["input_layout"]
+    # [PLUGIN] input_layout: 支持BSH、BSND、BNSD、BNSD_BSND、TND.
+    _need(layout in FIA_LAYOUTS, op, f"input_layout must be one of {FIA_LAYOUTS}, got {layout!r}")
+    # [PLUGIN] query 数据类型支持float16、bfloat16、int8 (int8 quantization is not simulated).
+    _dtype(q, HALF, op, "query")
+    # [PLUGIN] page attention: 支持key、value数据类型为float16、bfloat16、int8; no mixed float types.
+    _need(k.dtype == q.dtype and v.dtype == q.dtype, op, "key and value must have query's dtype")
+    # [PLUGIN] query/key/value/atten_mask/query_rope/key_rope: 不支持非连续的Tensor.
+    for name in ("query", "key", "value", "atten_mask", "query_rope", "key_rope"):
+        _contig(a[name], op, name)
+    n = a["num_heads"]
+    qn = {"TND": 1, "BSND": 2, "BNSD": 1, "BNSD_BSND": 1}.get(layout)
+    if qn is not None:
+        # [PLUGIN] num_heads: 需要与shape中的query的N轴shape值相同.
+        _need(q.dim() == (3 if layout == "TND" else 4) and q.shape[qn] == n, op,
+              f"num_heads={n} must equal query's N axis for layout {layout} (query shape {tuple(q.shape)})")
+    nkv = a["num_key_value_heads"] or n
+    # [PLUGIN] num_key_value_heads: num_heads整除num_key_value_heads, 比值不能大于64.
+    _need(n % nkv == 0 and n // nkv <= 64, op,
+          f"num_heads ({n}) must be a multiple of num_key_value_heads ({nkv}) with ratio <= 64")
+    # [PLUGIN] 当Q_S大于1时: 支持N轴小于等于256, 支持D轴小于等于512.
+    d = q.shape[-1] if layout != "BSH" else q.shape[-1] // n
+    _need(n <= 256 and d <= 512, op, f"num_heads must be <= 256 and head dim <= 512 (got {n}, {d})")
+    mode = a["sparse_mode"]
+    # [PLUGIN] sparse_mode: 当前仅支持取值0、1、2、3、4、9.
+    _need(mode in (0, 1, 2, 3, 4, 9), op, f"sparse_mode must be 0, 1, 2, 3, 4 or 9, got {mode}")
+    mask = a["atten_mask"]
+    if mask is not None:
+        # [PLUGIN] atten_mask: 数据类型支持bool、int8和uint8.
+        _dtype(mask, (torch.bool, torch.int8, torch.uint8), op, "atten_mask")
+    if mode in (2, 3, 4):
+        # [PLUGIN] sparse_mode=2、3、4时, atten_mask的shape需要为(S, S)或(1, S, S)或(1, 1, S, S), S固定为2048.
+        _need(mask is not None and tuple(mask.shape[-2:]) == (2048, 2048) and mask.numel() == 2048 * 2048,
+              op, f"sparse_mode={mode} needs the optimized 2048x2048 atten_mask")
+    if layout == "TND":
+        lens = a["actual_seq_lengths"]
+        # [PLUGIN] actual_seq_lengths: 当query的input_layout为TND时, 该入参必须传入; 后一个元素的值
+        # 必须大于等于前一个元素的值, 且不能出现负值.
+        _need(lens is not None and len(lens) > 0, op, "input_layout='TND' needs actual_seq_lengths")
+        _need(all(x >= 0 for x in lens) and all(b >= a_ for a_, b in zip(lens, lens[1:])), op,
+              "actual_seq_lengths must be non-negative and non-decreasing (cumulative query ends)")
+        _need(lens[-1] == q.shape[0], op, f"actual_seq_lengths[-1] ({lens[-1]}) must equal T ({q.shape[0]})")
+    qr, kr = a["query_rope"], a["key_rope"]
+    # [PLUGIN] query_rope和key_rope要求同时配置或同时不配置; 数据类型与query/key一致.
+    _need((qr is None) == (kr is None), op, "query_rope and key_rope must be given together")
+    if qr is not None:
+        _need(qr.dtype == q.dtype and kr.dtype == k.dtype, op, "query_rope/key_rope must have query/key's dtype")
+    bt = a["block_table"]
+    if bt is not None:
+        _page_attention(a, op, q, k, layout, n, nkv)
+    elif qr is not None:
+        # [PLUGIN] query_rope 约束 (sparse不为4): 必须开启PageAttention.
+        raise SimulatedNpuError(f"{op}: query_rope/key_rope (MLA) need page attention (block_table)")
+
+
+def _page_attention(a, op, q, k, layout, n, nkv) -> None:
+    bt, bs = a["block_table"], a["block_size"]
+    # [PLUGIN] block_table: 数据类型支持int32; page attention场景下, block_table必须为二维.
+    _dtype(bt, (torch.int32,), op, "block_table")
+    _need(bt.dim() == 2, op, "block_table must be 2-D [batch, max_blocks_per_seq]")
+    _contig(bt, op, "block_table")
+    # [PLUGIN] (Q_S=1) block_size需要传入非0值, 最大不超过512, float16/bfloat16时需要16对齐.
+    _need(bs > 0 and bs % 16 == 0 and bs <= 512, op, f"block_size must be a multiple of 16 in [16, 512], got {bs}")
+    # [PLUGIN] page attention场景下, 必须传入actual_seq_lengths_kv.
+    kv = a["actual_seq_lengths_kv"]
+    _need(kv is not None, op, "page attention (block_table) needs actual_seq_lengths_kv")
+    batches = _fia_batches(a, layout, q)
+    # [PLUGIN] block_table 第一维长度需等于B, 第二维长度不能小于maxBlockNumPerSeq.
+    _need(bt.shape[0] == batches, op, f"block_table has {bt.shape[0]} rows for {batches} batches")
+    _need(len(kv) in (1, batches) or len(kv) >= batches, op, "actual_seq_lengths_kv must have one entry per batch")
+    need_blocks = -(-max(kv[:batches] or [0]) // bs)
+    _need(bt.shape[1] >= need_blocks, op,
+          f"block_table has {bt.shape[1]} columns, fewer than the {need_blocks} blocks of the longest sequence")
+    # [PLUGIN] kv cache排布: (blocknum, blocksize, H) or, for BNSD/TND queries, (blocknum, KV_N, blocksize, D).
+    if k.dim() == 3:
+        _need(k.shape[1] == bs, op, f"key cache [num_blocks, block_size, H] has block size {k.shape[1]} != {bs}")
+    else:
+        _need(k.dim() == 4 and layout in ("BNSD", "TND", "BNSD_BSND") and k.shape[1] == nkv and k.shape[2] == bs,
+              op, "key cache must be [num_blocks, block_size, KV_N*D] or, for BNSD/TND queries, "
+              "[num_blocks, KV_N, block_size, D]")
+
+
+def moe_gating_top_k(a: dict, op="npu_moe_gating_top_k") -> None:
+    x = a["x"]
+    # [PLUGIN] npu_moe_gating_top_k x: 2D, float16/bfloat16/float32, 专家数不大于2048.
+    _need(x.dim() == 2, op, "x must be 2-D [num_tokens, num_experts]")
+    _dtype(x, (*HALF, torch.float32), op, "x")
+    _need(x.shape[-1] <= 2048, op, f"the expert count (x.shape[-1]={x.shape[-1]}) must be <= 2048")
+    if a["bias"] is not None:
+        # [PLUGIN] bias: 1D, shape与x的最后一维相等, 数据类型需要与x保持一致.
+        _need(a["bias"].dtype == x.dtype and tuple(a["bias"].shape) == (x.shape[-1],), op,
+              "bias must be 1-D [num_experts] in x's dtype")
+    gc, kg, k = a["group_count"], a["k_group"], a["k"]
+    # [PLUGIN] group_count > 0, x_shape[-1]能够被group_count整除; 1 <= k_group <= group_count;
+    # 1 <= k <= x_shape[-1] / group_count * k_group; renorm 当前仅支持0.
+    _need(gc > 0 and x.shape[-1] % gc == 0, op, "group_count must divide the expert count")
+    _need(1 <= kg <= gc, op, "k_group must be in [1, group_count]")
+    _need(1 <= k <= x.shape[-1] // gc * kg, op, "k must be in [1, experts / group_count * k_group]")
+    _need(a["renorm"] == 0, op, "renorm must be 0 (the only supported value)")
+
+
+def moe_init_routing(a: dict, op="npu_moe_init_routing") -> None:
+    # [PLUGIN] npu_moe_init_routing: x 2D float16/bfloat16/float32; row_idx/expert_idx int32, same shape.
+    _dtype(a["x"], (*HALF, torch.float32), op, "x")
+    _need(a["x"].dim() == 2, op, "x must be 2-D [num_rows, hidden]")
+    _dtype(a["row_idx"], (torch.int32,), op, "row_idx")
+    _dtype(a["expert_idx"], (torch.int32,), op, "expert_idx")
+    _need(a["row_idx"].shape == a["expert_idx"].shape and a["expert_idx"].dim() == 2, op,
+          "row_idx and expert_idx must both be [num_rows, k]")
+
+
+def moe_finalize_routing(a: dict, op="npu_moe_finalize_routing") -> None:
+    rows = a["expanded_permuted_rows"]
+    # [PLUGIN] npu_moe_finalize_routing: expanded_permuted_rows 2D float16/bfloat16/float32;
+    # skip1/skip2/bias/scales 数据类型要求与expanded_permuted_rows一致; index tensors int32;
+    # skip2参数为None时, skip1参数必须也为None (as documented).
+    _dtype(rows, (*HALF, torch.float32), op, "expanded_permuted_rows")
+    for name in ("skip1", "skip2", "bias", "scales"):
+        if a[name] is not None:
+            _need(a[name].dtype == rows.dtype, op, f"{name} must have expanded_permuted_rows' dtype")
+    _dtype(a["expanded_src_to_dst_row"], (torch.int32,), op, "expanded_src_to_dst_row")
+    if a["export_for_source_row"] is not None:
+        _dtype(a["export_for_source_row"], (torch.int32,), op, "export_for_source_row")
+
+
+def grouped_matmul(a: dict, op="npu_grouped_matmul") -> None:
+    gl = a["group_list"]
+    # [PLUGIN] npu_grouped_matmul group_list: 数据类型支持torch.int64.
+    if isinstance(gl, torch.Tensor):
+        _need(gl.dtype == torch.int64, op, "group_list must be an int64 tensor")
+    for x in a["x"]:
+        _dtype(x, (*HALF, torch.float32), op, "x")
+    for w in a["weight"]:
+        _need(w.dtype == a["x"][0].dtype, op, "weight must have x's dtype")
+
+
+RULES = {
+    "npu_rms_norm": rms_norm,
+    "npu_add_rms_norm": add_rms_norm,
+    "npu_swiglu": swiglu,
+    "_npu_rotary_embedding": rotary_embedding,
+    "_npu_reshape_and_cache": reshape_and_cache,
+    "_npu_reshape_and_cache_siso": reshape_and_cache_siso,
+    "npu_fused_infer_attention_score": fused_infer_attention,
+    "npu_moe_gating_top_k": moe_gating_top_k,
+    "npu_moe_init_routing": moe_init_routing,
+    "npu_moe_finalize_routing": moe_finalize_routing,
+    "npu_grouped_matmul": grouped_matmul,
+}
+
+
+def check(op: str, args: dict) -> None:
+    """Apply ``op``'s documented rules to its bound arguments (no-op for an op without rules)."""
+    rule = RULES.get(op)
+    if rule is not None:
+        rule(args)

@@ -1,0 +1,413 @@
+"""Simulated NPU graphs: capture records device ops, replay re-runs them on current contents.
+
+Model (``docs/simulated-npu.md``; API of ``torch_npu/npu/graphs.py``):
+
+* ``NPUGraph.capture_begin`` pushes ``CaptureMode`` (a TorchDispatchMode). Each aten / ``npu::`` /
+  ``atb::`` op is executed and recorded with its arguments: tensors by identity, host values
+  (ints, floats, lists such as ``actual_seq_lengths``) copied, so they stay as captured. Ops of
+  other namespaces (``ascend::``, vLLM's custom ops) are descended into: their CPU kernel runs
+  with the mode re-entered, so the ops inside are what gets recorded.
+* ``replay()`` re-runs the recorded ops in order; a functional op's results are copied into the
+  tensors it returned at capture (later ops read those by identity). View ops and ``aten.empty*``
+  are not re-run; in-place and ``out=`` ops write their captured arguments again.
+* ``graph_task_group_begin/end(stream)`` around captured ops make a task group (the end returns
+  its handle). Between ``graph_task_update_begin(stream, handle)`` and ``graph_task_update_end``
+  the ``npu::``/``atb::`` calls are recorded, not executed, and replace the group's ops for every
+  later replay; each must write (``.out`` overload) tensors the group wrote at capture.
+* Host syncs inside a capture raise ``SimulatedNpuError`` naming the call: ``.item()``/``bool()``/
+  ``int()``/``float()`` and ``torch.equal`` (seen as ops), ``.tolist()``/``.cpu()``/``.numpy()``
+  (Tensor methods patched for the duration of the capture), ``torch.npu.synchronize()``, and ops
+  with data-dependent output shapes (``nonzero``, boolean-mask indexing, ``masked_select``,
+  ``unique``, ``repeat_interleave`` without ``output_size``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+import torch
+from torch._C import DispatchKey, DispatchKeySet
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from ascend_ops.simulator.errors import SimulatedNpuError
+from ascend_ops.simulator.ledger import LEDGER, _caller
+
+aten = torch.ops.aten
+_CPU = DispatchKeySet(DispatchKey.CPU)
+_RECORDED_NS = frozenset({"aten", "prims", "npu", "atb"})
+_NO_RERUN = frozenset({aten.empty.memory_format, aten.empty_strided.default, aten.empty_like.default,
+                       aten.new_empty.default, aten.new_empty_strided.default, aten.detach.default,
+                       aten.lift_fresh.default})
+_COPIES = frozenset({aten.copy_.default, aten.clone.default, aten._to_copy.default})
+_SYNC_OPS = {
+    aten._local_scalar_dense.default: "Tensor.item()/bool()/int()/float()",
+    aten.equal.default: "torch.equal",
+    aten.is_nonzero.default: "bool(tensor)",
+    aten.nonzero.default: "nonzero (data-dependent output shape)",
+    aten.masked_select.default: "masked_select (data-dependent output shape)",
+    aten._unique2.default: "unique (data-dependent output shape)",
+    aten.unique_dim.default: "unique (data-dependent output shape)",
+    aten.unique_consecutive.default: "unique_consecutive (data-dependent output shape)",
+}
+_lock = threading.Lock()
+_capturing: CaptureMode | None = None
+
+
+def _is_bool_index(func, args) -> bool:
+    if func in (aten.index.Tensor, aten.index_put.default, aten.index_put_.default):
+        return any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in args[1] or ())
+    return False
+
+
+def _sync_name(func, args, kwargs) -> str | None:
+    name = _SYNC_OPS.get(func)
+    if name is None and func is aten.repeat_interleave.Tensor and kwargs.get("output_size") is None:
+        name = "repeat_interleave without output_size (data-dependent output shape)"
+    if name is None and _is_bool_index(func, args):
+        name = "boolean-mask indexing (data-dependent output shape)"
+    return name
+
+
+def host_sync(what: str) -> None:
+    """A host-device sync: SimulatedNpuError inside a capture, else counted in the ledger."""
+    if _capturing is not None:
+        file, line = _caller(2)
+        raise SimulatedNpuError(f"host sync inside NPU graph capture: {what} at {file}:{line}")
+    LEDGER.host_sync(what, depth=2)
+
+
+def _freeze(x):
+    if isinstance(x, list):
+        return [_freeze(v) for v in x]
+    if isinstance(x, tuple):
+        return tuple(_freeze(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _freeze(v) for k, v in x.items()}
+    return x
+
+
+def _flat_tensors(x) -> list:
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [t for v in x for t in _flat_tensors(v)]
+    return []
+
+
+def _name(func) -> str:
+    ns = func.namespace
+    base = func._schema.name.split("::", 1)[1]
+    return base if ns in ("npu", "atb") else f"{ns}::{base}"
+
+
+def _count(func, args, out) -> None:
+    if func.namespace in ("aten", "prims"):
+        LEDGER.launch(_name(func))
+        if func in _COPIES:
+            t = out if isinstance(out, torch.Tensor) else args[0]
+            LEDGER.copy(t.numel() * t.element_size())
+
+
+class RecordedOp:
+    """One captured op: the overload, frozen arguments and the tensors to refresh on replay."""
+
+    __slots__ = ("func", "args", "kwargs", "outs", "name")
+
+    def __init__(self, func, args, kwargs, out):
+        self.func, self.args, self.kwargs, self.name = func, _freeze(args), _freeze(kwargs), _name(func)
+        returns = func._schema.returns
+        aliased = any(r.alias_info is not None for r in returns)
+        self.outs = None if aliased else _flat_tensors(out)
+
+    def writes(self) -> list[torch.Tensor]:
+        """Tensors this op writes: its outputs, or its mutable (``Tensor(a!)``) arguments."""
+        if self.outs is not None:
+            return self.outs
+        written = []
+        for i, a in enumerate(self.func._schema.arguments):
+            if a.alias_info is not None and a.alias_info.is_write:
+                val = self.kwargs.get(a.name, self.args[i] if i < len(self.args) else None)
+                written += _flat_tensors(val)
+        return written
+
+    def closure(self):
+        func, args, kwargs, outs, name = self.func, self.args, self.kwargs, self.outs, self.name
+        is_aten = func.namespace in ("aten", "prims")
+        if outs is None:
+            def run():
+                func(*args, **kwargs)
+                if is_aten:
+                    LEDGER.launch(name)
+            return run
+
+        def run_and_refresh():
+            res = func(*args, **kwargs)
+            for dst, src in zip(outs, _flat_tensors(res)):
+                dst.copy_(src)
+            if is_aten:
+                LEDGER.launch(name)
+        return run_and_refresh
+
+
+class TaskGroup:
+    """Handle returned by ``graph_task_group_end``: ops [start, end) of one graph."""
+
+    def __init__(self, graph: NPUGraph, start: int, end: int):
+        self.graph, self.start, self.end = graph, start, end
+        self.replacement: list[RecordedOp] | None = None
+
+    def written(self) -> set[int]:
+        ops = self.graph._ops[self.start:self.end]
+        return {t.data_ptr() for op in ops for t in op.writes()}
+
+
+class CaptureMode(TorchDispatchMode):
+    """Records (and executes) every device op; descends into other namespaces."""
+
+    def __init__(self, graph: NPUGraph):
+        super().__init__()
+        self.graph = graph
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func.namespace not in _RECORDED_NS:
+            with self:
+                return func.redispatch(_CPU, *args, **kwargs)
+        what = _sync_name(func, args, kwargs)
+        if what is not None:
+            file, line = _caller(2)
+            raise SimulatedNpuError(f"host sync inside NPU graph capture: {what} at {file}:{line}")
+        out = func(*args, **kwargs)
+        _count(func, args, out)
+        if func not in _NO_RERUN and not func.is_view:
+            self.graph._ops.append(RecordedOp(func, args, kwargs, out))
+        return out
+
+
+class UpdateMode(TorchDispatchMode):
+    """Between graph_task_update_begin/end: npu/atb calls are recorded, not executed."""
+
+    def __init__(self, group: TaskGroup):
+        super().__init__()
+        self.group, self.ops = group, []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func.namespace in ("npu", "atb"):
+            op = RecordedOp(func, args, kwargs, None)
+            if op.outs is not None:
+                raise SimulatedNpuError(
+                    f"graph_task_update: {op.name} is not an out= overload; the re-issued call must "
+                    "write the captured outputs (e.g. npu_fused_infer_attention_score.out(..., out=[...]))")
+            self.ops.append(op)
+            written = op.writes()
+            return tuple(written) if len(written) != 1 else written[0]
+        if func.namespace not in _RECORDED_NS:
+            with self:
+                return func.redispatch(_CPU, *args, **kwargs)
+        return func(*args, **kwargs)
+
+
+_PATCHED = ("tolist", "cpu", "numpy")
+_originals: dict[str, object] = {}
+
+
+def _guarded(name, orig):
+    def method(self, *args, **kwargs):
+        if _capturing is not None and torch._C._len_torch_dispatch_stack() > 0:
+            file, line = _caller(2)
+            raise SimulatedNpuError(f"host sync inside NPU graph capture: Tensor.{name}() at {file}:{line}")
+        return orig(self, *args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+def _patch_tensor_methods(on: bool) -> None:
+    if on:
+        for name in _PATCHED:
+            _originals[name] = getattr(torch.Tensor, name)
+            setattr(torch.Tensor, name, _guarded(name, _originals[name]))
+    else:
+        for name, orig in _originals.items():
+            setattr(torch.Tensor, name, orig)
+        _originals.clear()
+
+
+class NPUGraph:
+    """``torch.npu.NPUGraph`` of the simulator (see module docstring)."""
+
+    def __init__(self):
+        self._ops: list[RecordedOp] = []
+        self._groups: list[TaskGroup] = []
+        self._plan: list = []
+        self._mode: CaptureMode | None = None
+        self._pool = object()
+        self._group_start: int | None = None
+
+    def capture_begin(self, pool=None, capture_error_mode: str = "global") -> None:
+        global _capturing
+        with _lock:
+            if _capturing is not None:
+                raise SimulatedNpuError("capture_begin: another NPU graph capture is already underway")
+            self.reset()
+            self._mode = CaptureMode(self)
+            _capturing = self._mode
+        if pool is not None:
+            self._pool = pool
+        _patch_tensor_methods(True)
+        self._mode.__enter__()
+
+    def capture_end(self) -> None:
+        global _capturing
+        if self._mode is None or _capturing is not self._mode:
+            raise SimulatedNpuError("capture_end: this graph is not capturing")
+        try:
+            self._mode.__exit__(None, None, None)
+        finally:
+            _patch_tensor_methods(False)
+            _capturing, self._mode = None, None
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        ops: list[RecordedOp] = []
+        pos = 0
+        for g in sorted(self._groups, key=lambda g: g.start):
+            ops += self._ops[pos:g.start]
+            ops += g.replacement if g.replacement is not None else self._ops[g.start:g.end]
+            pos = g.end
+        ops += self._ops[pos:]
+        self._plan = [op.closure() for op in ops]
+
+    def replay(self) -> None:
+        """Re-run the captured ops (with task-group replacements) on the current tensor contents."""
+        if _capturing is not None:
+            raise SimulatedNpuError("replay: cannot replay an NPU graph while a capture is underway")
+        for run in self._plan:
+            run()
+        LEDGER.replays += 1
+        LEDGER.replayed_ops += len(self._plan)
+
+    def reset(self) -> None:
+        self._ops, self._groups, self._plan = [], [], []
+
+    def pool(self):
+        return self._pool
+
+    def recorded_ops(self) -> list[str]:
+        """Names of the ops a replay runs, in order (for tests and debugging)."""
+        return [op.name for op in self._replay_ops()]
+
+    def _replay_ops(self) -> list[RecordedOp]:
+        out, pos = [], 0
+        for g in sorted(self._groups, key=lambda g: g.start):
+            out += self._ops[pos:g.start] + (g.replacement if g.replacement is not None else self._ops[g.start:g.end])
+            pos = g.end
+        return out + self._ops[pos:]
+
+
+def graph_pool_handle():
+    return object()
+
+
+def is_current_stream_capturing() -> bool:
+    return _capturing is not None
+
+
+def graph_task_group_begin(stream) -> None:
+    if _capturing is None:
+        raise SimulatedNpuError("graph_task_group_begin: only valid inside an NPU graph capture")
+    g = _capturing.graph
+    if g._group_start is not None:
+        raise SimulatedNpuError("graph_task_group_begin: a task group is already open")
+    g._group_start = len(g._ops)
+
+
+def graph_task_group_end(stream) -> TaskGroup:
+    if _capturing is None or _capturing.graph._group_start is None:
+        raise SimulatedNpuError("graph_task_group_end: no task group open (call graph_task_group_begin first)")
+    g = _capturing.graph
+    group = TaskGroup(g, g._group_start, len(g._ops))
+    g._group_start = None
+    g._groups.append(group)
+    return group
+
+
+_update = threading.local()
+
+
+def graph_task_update_begin(stream, handle) -> None:
+    if not isinstance(handle, TaskGroup):
+        raise SimulatedNpuError(f"graph_task_update_begin: handle must come from graph_task_group_end, got {handle!r}")
+    if _capturing is not None:
+        raise SimulatedNpuError("graph_task_update_begin: not allowed during a capture")
+    if getattr(_update, "mode", None) is not None:
+        raise SimulatedNpuError("graph_task_update_begin: an update is already open")
+    _update.mode = UpdateMode(handle)
+    _update.mode.__enter__()
+
+
+def graph_task_update_end(stream) -> None:
+    mode = getattr(_update, "mode", None)
+    if mode is None:
+        raise SimulatedNpuError("graph_task_update_end: no update open (call graph_task_update_begin first)")
+    mode.__exit__(None, None, None)
+    _update.mode = None
+    group = mode.group
+    allowed = group.written()
+    for op in mode.ops:
+        if not {t.data_ptr() for t in op.writes()} <= allowed:
+            raise SimulatedNpuError(
+                f"graph_task_update: {op.name} writes tensors the task group did not write at capture; "
+                "pass the captured output tensors")
+    group.replacement = mode.ops
+    group.graph._rebuild()
+
+
+class graph:
+    """``torch.npu.graph(npu_graph, pool=None, stream=None, ...)``: capture inside the block."""
+
+    def __init__(self, npu_graph: NPUGraph, pool=None, stream=None, auto_dispatch_capture=False,
+                 capture_error_mode: str = "global"):
+        self.npu_graph, self.pool, self.stream = npu_graph, pool, stream
+        self._stream_ctx = contextlib.nullcontext()
+
+    def __enter__(self):
+        import torch as _t
+
+        _t.npu.synchronize()
+        _t.npu.empty_cache()
+        self._stream_ctx = _t.npu.stream(self.stream) if self.stream is not None else contextlib.nullcontext()
+        self._stream_ctx.__enter__()
+        self.npu_graph.capture_begin(self.pool)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            self.npu_graph.capture_end()
+        finally:
+            self._stream_ctx.__exit__(exc_type, exc, tb)
+        return False
+
+
+@contextlib.contextmanager
+def tracking():
+    """Count aten launches, d2d copy bytes and host syncs outside a capture (ledger)."""
+    mode = _TrackingMode()
+    with mode:
+        yield LEDGER
+
+
+class _TrackingMode(TorchDispatchMode):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func.namespace not in _RECORDED_NS:
+            with self:
+                return func.redispatch(_CPU, *args, **kwargs)
+        what = _sync_name(func, args, kwargs)
+        if what is not None:
+            LEDGER.host_sync(what, depth=2)
+        out = func(*args, **kwargs)
+        _count(func, args, out)
+        return out

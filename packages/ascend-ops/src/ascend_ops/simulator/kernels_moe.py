@@ -1,0 +1,100 @@
+"""Reference kernels of the simulated torch_npu MoE operators: the published operator
+semantics, written independently of ``ascend_ops.reference.moe`` (per-row loops over the raw index arguments), plus
+the modes the simulator models (renorm=0, drop_pad_mode=0, one [E, K, N] weight with counts);
+the documented dtype/index rules are checked in ``constraints`` before these run."""
+
+from __future__ import annotations
+
+import torch
+
+
+def npu_moe_gating_top_k(x, k, bias, input_ids, tid2eid, k_group, group_count, group_select_mode,
+                         renorm, norm_type, out_flag, routed_scaling_factor, eps):
+    if input_ids is not None or tid2eid is not None or renorm != 0:
+        raise NotImplementedError("simulated gating top-k models renorm=0 without input_ids/tid2eid")
+    t, e = x.shape
+    if e % group_count or not 1 <= k_group <= group_count:
+        raise ValueError("group_count must divide the expert count and k_group <= group_count")
+    norm = torch.softmax(x.float(), -1) if norm_type == 0 else torch.sigmoid(x.float())
+    y = torch.empty(t, k, dtype=x.dtype)
+    idx = torch.empty(t, k, dtype=torch.int32)
+    size = e // group_count
+    for row in range(t):
+        choice = [float(norm[row, i]) + (float(bias[i]) if bias is not None else 0.0) for i in range(e)]
+        if group_count > 1:
+            def group_score(g, choice=choice):
+                vals = sorted(choice[g * size:(g + 1) * size], reverse=True)
+                return vals[0] + vals[1] if group_select_mode == 1 else vals[0]
+            kept = sorted(range(group_count), key=lambda g: -group_score(g))[:k_group]
+            choice = [c if i // size in kept else float("-inf") for i, c in enumerate(choice)]
+        best = sorted(range(e), key=lambda i: -choice[i])[:k]
+        vals = torch.tensor([float(norm[row, i]) for i in best])
+        if norm_type == 1:  # the kernel renormalizes sigmoid weights
+            vals = vals / (vals.sum() + eps)
+        y[row] = (vals * routed_scaling_factor).to(x.dtype)
+        idx[row] = torch.tensor(best, dtype=torch.int32)
+    out = norm if out_flag else torch.empty(0)
+    return y, idx, out
+
+
+def npu_moe_init_routing(x, row_idx, expert_idx, active_num):
+    if row_idx.dtype != torch.int32 or expert_idx.dtype != torch.int32:
+        raise TypeError("npu_moe_init_routing takes int32 row_idx and expert_idx")
+    n, k = expert_idx.shape
+    flat_e = expert_idx.reshape(-1).tolist()
+    flat_r = row_idx.reshape(-1).tolist()
+    order = sorted(range(n * k), key=lambda p: flat_e[p])  # stable over the flattened input
+    dst_to_src = [flat_r[p] for p in order]
+    expanded_row_idx = torch.empty(n * k, dtype=torch.int32)
+    for dst, src in enumerate(dst_to_src):
+        expanded_row_idx[src] = dst
+    active = min(active_num, n) * k
+    expanded_x = x[torch.tensor(dst_to_src[:active], dtype=torch.long) % n]
+    return expanded_x, expanded_row_idx, torch.tensor([flat_e[p] for p in order], dtype=torch.int32)
+
+
+def npu_moe_finalize_routing(expanded_permuted_rows, skip1, skip2, bias, scales, expanded_src_to_dst_row,
+                             export_for_source_row, drop_pad_mode, k):
+    if drop_pad_mode != 0:
+        raise NotImplementedError("simulated finalize routing models drop_pad_mode=0")
+    if scales is not None and scales.dtype != expanded_permuted_rows.dtype:
+        raise TypeError("npu_moe_finalize_routing needs scales in the rows' dtype")
+    t, kk = scales.shape
+    out = torch.zeros(t, expanded_permuted_rows.shape[1], dtype=torch.float32)
+    for row in range(t):
+        for j in range(kk):
+            r = expanded_permuted_rows[int(expanded_src_to_dst_row[row + j * t])].float()
+            if bias is not None:
+                r = r + bias[int(export_for_source_row[row, j])].float()
+            out[row] += float(scales[row, j]) * r
+        for s in (skip1, skip2):
+            if s is not None:
+                out[row] += s[row].float()
+    return out.to(expanded_permuted_rows.dtype)
+
+
+def npu_grouped_matmul(x, weight, **kw):
+    if len(x) != 1 or len(weight) != 1 or weight[0].dim() != 3:
+        raise NotImplementedError("simulated grouped matmul models one x and one [E, K, N] weight")
+    if (kw["split_item"], kw["group_type"], kw["group_list_type"]) != (2, 0, 1):
+        raise NotImplementedError("simulated grouped matmul models split_item=2, group_type=0, group_list_type=1")
+    gl = kw["group_list"]
+    if gl is None:
+        raise NotImplementedError("simulated grouped matmul needs group_list (counts per expert)")
+    counts = gl.tolist() if isinstance(gl, torch.Tensor) else list(gl)
+    xs, w = x[0], weight[0]
+    out = torch.zeros(xs.shape[0], w.shape[2], dtype=xs.dtype)
+    start = 0
+    for e, n in enumerate(counts):
+        for r in range(start, start + n):
+            out[r] = (xs[r].float() @ w[e].float()).to(xs.dtype)
+        start += n
+    return [out]
+
+
+MOE_KERNELS = {
+    "npu_moe_gating_top_k": npu_moe_gating_top_k,
+    "npu_moe_init_routing": npu_moe_init_routing,
+    "npu_moe_finalize_routing": npu_moe_finalize_routing,
+    "npu_grouped_matmul": npu_grouped_matmul,
+}

@@ -1,0 +1,156 @@
+"""What the simulated NPU did: operator launches, device-to-device copies, host syncs, replays,
+and the source lines of our packages that called into torch_npu / torch.npu.
+
+Counting rules (see ``docs/simulated-npu.md``):
+
+* ``launches``: every ``npu::``/``atb::`` operator call, always; aten ops only while a graph is
+  being captured or replayed, or inside ``simulator.tracking()`` (a dispatch mode that sees them).
+* ``d2d_bytes``: bytes written by ``aten.copy_`` / ``clone`` / ``_to_copy`` between tensors, where
+  aten ops are seen (as for ``launches``); every simulated tensor is device memory.
+* ``host_syncs`` / ``host_sync_sites``: ``torch.npu.synchronize()`` and ``Stream``/``Event``
+  ``synchronize()`` always; ``.item()``/``bool()``/data-dependent-shape ops where aten ops are
+  seen. Inside a capture these raise instead.
+* ``call_sites()``: (file relative to the repo, line) -> calls, for every call of a
+  ``torch_npu.*`` operator or a ``torch.npu.*`` function made directly from a file under
+  ``packages/<pkg>/src/`` (not from the simulator itself). ``static_call_sites`` finds the
+  candidates in the source, so a test can compare what ran with what exists.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+import threading
+from collections import Counter
+from pathlib import Path
+
+_SRC = re.compile(r"[/\\](packages[/\\][^/\\]+[/\\]src[/\\].+)$")
+_SIM = f"{Path(__file__).resolve().parent}"
+
+
+class Ledger:
+    """Counters of one process; ``snapshot()`` copies them, ``reset()`` zeroes them."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.reset()
+
+    def reset(self) -> None:
+        self.launches: Counter[str] = Counter()
+        self.d2d_bytes = 0
+        self.host_syncs = 0
+        self.host_sync_sites: Counter[tuple[str, str, int]] = Counter()  # (what, file, line)
+        self.replays = 0
+        self.replayed_ops = 0
+        self.calls: Counter[tuple[str, int]] = Counter()
+
+    def launch(self, name: str) -> None:
+        self.launches[name] += 1
+
+    def copy(self, nbytes: int) -> None:
+        self.d2d_bytes += int(nbytes)
+
+    def host_sync(self, what: str, depth: int = 2) -> None:
+        file, line = _caller(depth + 1)
+        with self._lock:
+            self.host_syncs += 1
+            self.host_sync_sites[(what, file, line)] += 1
+
+    def snapshot(self) -> dict:
+        """A plain-dict copy: launches, d2d_bytes, host_syncs, host_sync_sites, replays,
+        replayed_ops, call_sites."""
+        with self._lock:
+            return {
+                "launches": dict(self.launches),
+                "d2d_bytes": self.d2d_bytes,
+                "host_syncs": self.host_syncs,
+                "host_sync_sites": dict(self.host_sync_sites),
+                "replays": self.replays,
+                "replayed_ops": self.replayed_ops,
+                "call_sites": dict(self.calls),
+            }
+
+
+LEDGER = Ledger()
+
+
+def _caller(depth: int) -> tuple[str, int]:
+    """(file, line) of the first frame ``depth`` up that is not in the simulator or torch."""
+    f = sys._getframe(depth)
+    while f is not None:
+        name = f.f_code.co_filename
+        if not name.startswith(_SIM) and "/torch/" not in name:
+            m = _SRC.search(name)
+            return (m.group(1).replace("\\", "/") if m else name), f.f_lineno
+        f = f.f_back
+    return "?", 0
+
+
+def record_call(depth: int = 2) -> None:
+    """Count a torch_npu / torch.npu call when the frame ``depth`` up is in packages/*/src."""
+    f = sys._getframe(depth)
+    name = f.f_code.co_filename
+    if "packages" not in name or name.startswith(_SIM):
+        return
+    m = _SRC.search(name)
+    if m:
+        LEDGER.calls[(m.group(1).replace("\\", "/"), f.f_lineno)] += 1
+
+
+def call_sites() -> dict[tuple[str, int], int]:
+    """{(file relative to the repo root, line): calls} of torch_npu / torch.npu calls made from
+    packages/*/src since install (or the last ``ledger().reset()``)."""
+    return dict(LEDGER.calls)
+
+
+def _callee(node: ast.AST) -> str | None:
+    """Dotted text of a call target rooted at torch_npu / torch_npu() / torch.npu / _npu*."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "torch_npu":
+        root = "torch_npu()"
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "torch_npu":
+        root = "torch_npu()"  # _npu.torch_npu().x
+    elif isinstance(node, ast.Name) and node.id in ("torch_npu",) or (
+        isinstance(node, ast.Name) and re.fullmatch(r"_npu(_\w+)?", node.id)
+    ):
+        root = node.id
+    elif isinstance(node, ast.Name) and node.id == "torch" and parts and parts[-1] == "npu":
+        parts.pop()
+        root = "torch.npu"
+    else:
+        return None
+    if not parts:
+        return None
+    return ".".join([root, *reversed(parts)])
+
+
+def static_call_sites(root: str | Path) -> dict[tuple[str, int], str]:
+    """Scan ``<root>/packages/*/src/**/*.py`` (the simulator excluded) for calls whose target is
+    ``torch_npu().X``, ``torch_npu.X``, ``torch.npu.X`` or ``_npu.X`` / ``_npu_<name>.X`` (our NPU
+    modules, ``ascend_ops/_npu*.py`` and ``ascend_ops/device/_npu.py``, imported under their
+    own names). Returns {(file relative to root, line of the call): dotted callee}.
+
+    The first three kinds are what ``call_sites()`` records at run time (same file and line);
+    ``_npu*.X`` calls enter our NPU branch and are listed for coverage only.
+    """
+    root = Path(root)
+    found: dict[tuple[str, int], str] = {}
+    for path in sorted(root.glob("packages/*/src/**/*.py")):
+        if "simulator" in path.relative_to(root).parts:
+            continue
+        try:
+            tree = ast.parse(path.read_text(), str(path))
+        except (OSError, SyntaxError):
+            continue
+        rel = str(path.relative_to(root)).replace("\\", "/")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                callee = _callee(node.func)
+                if callee and callee != "torch_npu()":
+                    line = node.func.end_lineno if isinstance(node.func, ast.Attribute) else node.lineno
+                    found[(rel, line)] = callee
+    return found

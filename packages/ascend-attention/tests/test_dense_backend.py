@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 from vllm.v1.attention.backend import AttentionType
 from vllm.v1.kv_cache_interface import KVCacheLayout
+from vllm_ascend_attention.host_lengths import HostLengths
 from vllm_ascend_attention.backends.dense import (
     PREFERRED_BLOCK_SIZE,
     AscendAttentionBackend,
@@ -47,8 +48,9 @@ def _oracle(q, k, v, scale, causal):
 
 
 def _kv_view(num_blocks, block_size, hk, d):
+    """vLLM's logical [B, H, N, C] view of one layer's LBNHC slab (physical [B, N, H, C])."""
     physical = torch.zeros(num_blocks, block_size, hk, 2 * d)
-    return physical.permute(0, 2, 1, 3)  # logical [B, H, N, C]
+    return physical.permute(0, 2, 1, 3)
 
 
 @pytest.mark.parametrize("hq,hk", [(4, 4), (8, 2), (4, 1)])
@@ -100,6 +102,7 @@ def test_mixed_batch_matches_oracle(hq, hk, block_size, ops_backend):
         seq_lens=torch.tensor([c + n for c, n in reqs], dtype=torch.int32),
         block_table=block_table,
         slot_mapping=step_slots,
+        lengths=HostLengths(qsl[1:].tolist(), [c + n for c, n in reqs]),
     )
     output = torch.full((n_tok + 2, hq * d), float("nan"))
     impl.forward(None, q, pad_k, pad_v, kv, md, output=output)
@@ -123,6 +126,7 @@ def test_encoder_only_is_bidirectional(ops_backend):
         seq_lens=torch.tensor(lens, dtype=torch.int32),
         block_table=torch.zeros(2, 1, dtype=torch.int32),
         slot_mapping=torch.full((n,), -1), causal=False,
+        lengths=HostLengths([lens[0], n], lens),
     )
     output = torch.empty(n, hq * d)
     impl.forward(None, q, k, v, torch.empty(0), md, output=output)

@@ -18,6 +18,12 @@ BACKENDS: dict[str, str] = {
 #: class path ``NPUPlatform.get_mla_prefill_backend_cls`` resolves for MLA models
 MLA_PREFILL_BACKEND = "vllm_ascend_attention.backends.mla.AscendMLAPrefillBackend"
 
+#: qualified name of the hook that re-issues every captured attention call with the step's real
+#: host lengths before a FULL graph replay; the platform registers it with the graph layer
+#: (``vllm_ascend_graph.params.register_param_update_hook``). It takes the graph layer's
+#: ``ReplayParams`` (``batch_descriptor``, ``attn_metadata``) and returns the calls updated.
+GRAPH_PARAM_UPDATE_HOOK = "vllm_ascend_attention.graph_params.update_graph_params"
+
 _registered = False
 
 

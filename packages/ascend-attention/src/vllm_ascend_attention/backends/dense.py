@@ -10,10 +10,15 @@ block table.
 KV cache: vLLM 0.32 allocates the cache and hands each layer a logical
 ``[num_blocks, num_kv_heads, block_size, head_size + head_size_v]`` view (see
 ``vllm/v1/kv_cache_interface.py::create_kv_cache_views``). This backend asks for
-the ``LBNHC`` physical layout, so ``view.transpose(1, 2)`` is the contiguous
-``[num_blocks, block_size, num_kv_heads, 2 * head_size]`` page (the BnBsND paged
-layout FIA reads), with the key in the first ``head_size`` channels and the value
-in the rest.
+the ``LBNHC`` physical layout, so each layer's view is one dense slab, which
+:mod:`vllm_ascend_attention.kv_layout` reinterprets as a contiguous key cache
+followed by a contiguous value cache, each ``[num_blocks, block_size,
+num_kv_heads, head_size]`` (the BnBsND paged layout FIA and the ATB cache write
+read). Block zeroing goes through :meth:`AscendAttentionBackend.zero_kv_cache_blocks`.
+
+FULL graphs: on NPU the FIA call of each layer is captured as a graph task group
+and its host lengths are re-issued before every replay (:mod:`vllm_ascend_attention.
+graph_params`).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import ClassVar
 
 import ascend_ops
 import torch
+from ascend_ops import device
 from vllm.config import VllmConfig
 from vllm.v1.attention.backend import (
     AttentionBackend,
@@ -35,6 +41,8 @@ from vllm.v1.attention.backend import (
     MultipleOf,
 )
 from vllm.v1.kv_cache_interface import AttentionSpec, KVCacheLayout
+
+from vllm_ascend_attention import graph_params, host_lengths, kv_layout
 
 #: KV cache block size (tokens) this backend prefers: FIA's paged path is tuned
 #: for 128-token blocks on Atlas A2/A3 (the torch_npu operator accepts multiples
@@ -84,6 +92,15 @@ class AscendAttentionBackend(AttentionBackend):
         return (KVCacheLayout.LBNHC,)
 
     @classmethod
+    def zero_kv_cache_blocks(cls, kv_cache: torch.Tensor, block_ids: torch.Tensor, layer) -> None:
+        """Zero blocks ``block_ids`` (int64, kernel blocks) of ``layer``'s key and value caches.
+
+        The runner calls this instead of zeroing dim 0 of vLLM's view, which under this
+        backend's slab reinterpretation would hit other blocks (see ``kv_layout``).
+        """
+        kv_layout.zero_blocks(kv_cache, block_ids, _widths(kv_cache, getattr(layer, "head_size", None)))
+
+    @classmethod
     def supports_non_causal(cls) -> bool:
         return True
 
@@ -97,13 +114,15 @@ class AscendAttentionMetadata:
     """Per-step attention inputs (host-prepared, then on the device).
 
     Attributes:
-        num_actual_tokens: tokens in this step, excluding padding.
+        num_actual_tokens: query rows attended (``lengths.num_tokens``): the real tokens,
+            or every row of a padded FULL-graph batch (see ``host_lengths``).
         max_query_len: longest per-request query in this step.
         query_start_loc: int32 ``[num_reqs + 1]`` cumulative query lengths.
         seq_lens: int32 ``[num_reqs]`` context lengths including this step's tokens.
         block_table: int32 ``[num_reqs, max_blocks_per_req]`` KV cache block ids.
         slot_mapping: int64 ``[num_tokens]`` cache slot per token (-1 = padding).
         causal: False for encoder-only (bidirectional) attention.
+        lengths: host ``actual_seq_lengths`` / ``actual_seq_lengths_kv`` of this step.
     """
 
     num_actual_tokens: int
@@ -112,6 +131,7 @@ class AscendAttentionMetadata:
     seq_lens: torch.Tensor
     block_table: torch.Tensor
     slot_mapping: torch.Tensor
+    lengths: host_lengths.HostLengths
     causal: bool = True
 
 
@@ -138,33 +158,56 @@ class AscendAttentionMetadataBuilder(AttentionMetadataBuilder[AscendAttentionMet
     ) -> AscendAttentionMetadata:
         cm = common_attn_metadata
         causal = cm.causal if isinstance(cm.causal, bool) else True
-        # FULL graph batches are padded past the last request (num_actual_tokens counts the
-        # padding, query_start_loc does not): attend over the real tokens only.
-        num_tokens = int(cm.query_start_loc_cpu[cm.num_reqs])
+        block_table = cm.block_table_tensor[: cm.num_reqs]
+        lengths = host_lengths.build(
+            cm.query_start_loc_cpu[: cm.num_reqs + 1],
+            _seq_lens_cpu(cm),
+            cm.num_actual_tokens,
+            block_table.shape[1] * self.block_size,
+        )
         return AscendAttentionMetadata(
-            num_actual_tokens=num_tokens,
+            num_actual_tokens=lengths.num_tokens,
             max_query_len=cm.max_query_len,
             query_start_loc=cm.query_start_loc[: cm.num_reqs + 1],
             seq_lens=cm.seq_lens[: cm.num_reqs],
-            block_table=cm.block_table_tensor[: cm.num_reqs],
+            block_table=block_table,
             slot_mapping=cm.slot_mapping,
+            lengths=lengths,
             causal=causal,
         )
 
 
+def _seq_lens_cpu(cm: CommonAttentionMetadata) -> torch.Tensor:
+    """Host KV lengths: vLLM's CPU copy (exact outside async speculative decoding, which
+    this backend does not serve), else one device read per step, outside any graph."""
+    if cm.seq_lens_cpu_upper_bound is not None:
+        return cm.seq_lens_cpu_upper_bound[: cm.num_reqs]
+    return cm.seq_lens[: cm.num_reqs].cpu()
+
+
+def _widths(kv_cache: torch.Tensor, head_size: int | None) -> tuple[int, int]:
+    channels = kv_cache.shape[-1]
+    key = channels // 2 if head_size is None else head_size
+    return key, channels - key
+
+
 def split_kv_cache(kv_cache: torch.Tensor, head_size: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Split vLLM's per-layer KV view into paged key and value caches.
+    """Split vLLM's per-layer KV view into paged key and value caches (no copy).
 
     Args:
-        kv_cache: logical ``[num_blocks, num_kv_heads, block_size, head_size + head_size_v]``.
+        kv_cache: logical ``[num_blocks, num_kv_heads, block_size, head_size + head_size_v]``
+            view of an LBNHC allocation.
         head_size: key head size.
 
     Returns:
-        ``(key_cache, value_cache)``, each ``[num_blocks, block_size, num_kv_heads, D]``
-        strided views sharing ``kv_cache``'s storage.
+        ``(key_cache, value_cache)``: contiguous ``[num_blocks, block_size, num_kv_heads, D]``
+        caches sharing ``kv_cache``'s storage (the slab's first and second part).
+
+    Raises:
+        ValueError: from :func:`kv_layout.split_cache` for a non-dense slab.
     """
-    pages = kv_cache.transpose(1, 2)
-    return pages[..., :head_size], pages[..., head_size:]
+    key_cache, value_cache = kv_layout.split_cache(kv_cache, _widths(kv_cache, head_size))
+    return key_cache, value_cache
 
 
 class AscendAttentionImpl(AttentionImpl[AscendAttentionMetadata]):
@@ -257,23 +300,40 @@ class AscendAttentionImpl(AttentionImpl[AscendAttentionMetadata]):
             return output.fill_(0)
         n = attn_metadata.num_actual_tokens
         q = query[:n].view(n, self.num_heads, self.head_size)
+        out = output[:n].view(n, self.num_heads, self.head_size)
         if self.attn_type == AttentionType.ENCODER_ONLY:
-            out = self._encoder_only(q, key[:n], value[:n], attn_metadata)
+            out.copy_(self._encoder_only(q, key[:n], value[:n], attn_metadata))
         else:
             key_cache, value_cache = split_kv_cache(kv_cache, self.head_size)
-            out = ascend_ops.fused_infer_attention(
-                q,
-                key_cache,
-                value_cache,
-                attn_metadata.block_table,
-                attn_metadata.query_start_loc,
-                attn_metadata.seq_lens,
-                self.scale,
-                causal=attn_metadata.causal,
-            )
-        output[:n].view(n, self.num_heads, self.head_size).copy_(out)
-        output[n:].zero_()  # padded rows of a FULL graph batch: defined, never attended
+            self._paged(layer, q, key_cache, value_cache, attn_metadata, out)
+        if n < output.shape[0]:
+            output[n:].zero_()  # padding rows no request owns: defined, never attended
         return output
+
+    def _paged(self, layer, q, key_cache, value_cache, md: AscendAttentionMetadata, out) -> None:
+        """FIA over the paged cache into ``out``; captured as an updatable task group on NPU."""
+        lse = q.new_empty(1)
+        tensors = (q, key_cache, value_cache, md.block_table, md.query_start_loc, md.seq_lens)
+        causal = md.causal
+
+        def launch(step: AscendAttentionMetadata, workspace=None) -> None:
+            ascend_ops.fused_infer_attention(
+                *tensors, self.scale, causal,
+                actual_seq_lengths=step.lengths.ends,
+                actual_seq_lengths_kv=step.lengths.kv_lens,
+                out=out, softmax_lse=lse, workspace=workspace,
+            )
+
+        if not device.is_capturing():
+            launch(md)
+            return
+        workspace = graph_params.shared_workspace(
+            lambda: ascend_ops.fused_infer_attention_workspace(
+                *tensors[:4], self.scale, causal, md.lengths.ends, md.lengths.kv_lens
+            )
+        )
+        name = getattr(layer, "layer_name", None) or f"attention@{id(self):x}"
+        graph_params.capture_call(name, lambda step: launch(step, workspace), md)
 
     def _encoder_only(
         self,
@@ -285,21 +345,21 @@ class AscendAttentionImpl(AttentionImpl[AscendAttentionMetadata]):
         """Bidirectional attention over this step's tokens only (no KV cache).
 
         The step's K/V are written into a scratch paged cache with one block run
-        per request, then read back with ``causal=False``.
+        per request, then read back with ``causal=False``. The block table and slots
+        are computed on the host from the step's host lengths (no device reads).
         """
         n = q.shape[0]
         block = PREFERRED_BLOCK_SIZE
-        qsl = md.query_start_loc.to(torch.int64)
-        lens = qsl[1:] - qsl[:-1]
+        ends = torch.tensor(md.lengths.ends, dtype=torch.int64)
+        starts = torch.cat([ends.new_zeros(1), ends[:-1]])
+        lens = ends - starts
         blocks_per_req = (lens + block - 1) // block
         first_block = torch.cumsum(blocks_per_req, 0) - blocks_per_req
-        max_blocks = int(blocks_per_req.max().item()) if lens.numel() else 0
-        block_table = (first_block[:, None] + torch.arange(max_blocks, device=q.device)[None, :])
-        token_req = torch.repeat_interleave(torch.arange(lens.numel(), device=q.device), lens)
-        offset = torch.arange(n, device=q.device) - qsl[token_req]
-        slots = first_block[token_req] * block + offset
-        total_blocks = int(blocks_per_req.sum().item())
-        shape = (total_blocks, block, self.num_kv_heads, self.head_size)
+        max_blocks = int(blocks_per_req.max()) if lens.numel() else 0
+        block_table = first_block[:, None] + torch.arange(max_blocks)[None, :]
+        token_req = torch.repeat_interleave(torch.arange(lens.numel()), lens)
+        slots = first_block[token_req] * block + torch.arange(n) - starts[token_req]
+        shape = (int(blocks_per_req.sum()), block, self.num_kv_heads, self.head_size)
         key_cache = key.new_zeros(shape)
         value_cache = value.new_zeros(shape)
         ascend_ops.reshape_and_cache(
@@ -307,15 +367,18 @@ class AscendAttentionImpl(AttentionImpl[AscendAttentionMetadata]):
             value.view(n, self.num_kv_heads, self.head_size),
             key_cache,
             value_cache,
-            slots,
+            slots.to(q.device),
         )
+        kv_lens = [int(v) for v in lens.tolist()]  # host tensors: no device sync
         return ascend_ops.fused_infer_attention(
             q,
             key_cache,
             value_cache,
-            block_table.to(torch.int32),
+            block_table.to(device=q.device, dtype=torch.int32),
             md.query_start_loc,
-            lens.to(torch.int32),
+            lens.to(device=q.device, dtype=torch.int32),
             self.scale,
             causal=False,
+            actual_seq_lengths=md.lengths.ends,
+            actual_seq_lengths_kv=kv_lens,
         )

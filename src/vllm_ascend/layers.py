@@ -9,7 +9,9 @@ vLLM for other platforms). Otherwise it:
    (layer-skew check) and names any mismatch;
 2. calls each installed layer's register hook (attention, models, comm, graph);
    an installed layer without its hook is an error, never skipped silently;
-3. applies the patch registry once;
+3. applies the patch registry once, and connects the attention layer's FULL-graph
+   parameter-update hook to the graph layer (by qualified names, see
+   ``vllm_ascend_platform.layers.connect_graph_param_updates``);
 4. tells the platform which layers were registered in this process, so
    ``startup_check`` can refuse a platform loaded without this plugin (case C-21 d).
 """
@@ -71,7 +73,7 @@ def register_all_layers() -> dict[str, str]:
             be imported or has no register hook.
     """
     global _done
-    from vllm_ascend_platform import patches, plugin, version_check
+    from vllm_ascend_platform import layers, patches, plugin, version_check
 
     if not _our_platform_is_current():
         return {}
@@ -88,6 +90,7 @@ def register_all_layers() -> dict[str, str]:
         if version is not None:
             registered[layer.key] = version
     patches.apply_patches()
+    layers.connect_graph_param_updates()  # attention's FULL-graph update hook -> graph layer
     plugin.mark_layers_registered(registered)
     _done = True
     missing = [layer.key for layer in version_check.LAYERS if layer.register and layer.key not in registered]

@@ -22,6 +22,10 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
         "half the host RAM)"
     ),
     "VLLM_ASCEND_SKIP_VERSION_CHECK": "1 lets an unsupported vLLM version run with a warning",
+    "VLLM_ASCEND_GRAPH_PARAM_UPDATE": (
+        "1 (default) updates attention's host lengths in captured FULL graphs before each replay; "
+        "0 disables it (negative control)"
+    ),
     "VLLM_ASCEND_SIMULATE_NPU": (
         "1 runs the plugin's NPU code path on CPU over the simulated torch_npu "
         "(ascend_ops.simulator; simulated-NPU mode)"

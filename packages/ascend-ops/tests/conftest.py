@@ -103,3 +103,25 @@ def naive_attention(problem, scale, causal):
                 p = torch.softmax((kh @ q[qsl[b] + i, h]) * scale, dim=0)
                 out[qsl[b] + i, h] = p @ vh
     return out
+
+
+@pytest.fixture
+def simulated_npu():
+    """The simulated NPU installed for one test (uninstalled after), ledger zeroed.
+
+    A missing torch-npu wheel fails the test under CI (``CI=true``) and skips it elsewhere, in
+    both cases with the command that fetches the wheel (ascend_ops.simulator.schemas).
+    """
+    from ascend_ops import simulator
+
+    try:
+        module = simulator.install(capacity_bytes=1 << 30, device_count=2)
+    except simulator.SimulatedNpuError as exc:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(f"CI needs the torch-npu wheel: {exc}")
+        pytest.skip(str(exc))
+    simulator.ledger().reset()
+    try:
+        yield module
+    finally:
+        simulator.uninstall()

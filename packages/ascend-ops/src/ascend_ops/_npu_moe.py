@@ -28,7 +28,8 @@ def moe_gating_top_k(router_logits, top_k, scoring, renormalize, num_expert_grou
     _y, ids, scores = torch_npu().npu_moe_gating_top_k(
         router_logits,
         k=top_k,
-        bias=bias,
+        # the operator takes bias in x's dtype (torch_npu/_op_plugin_docs.py, npu_moe_gating_top_k)
+        bias=None if bias is None else bias.to(router_logits.dtype),
         k_group=topk_group,
         group_count=num_expert_group,
         group_select_mode=1 if bias is not None else 0,

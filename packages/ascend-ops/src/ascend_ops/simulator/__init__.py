@@ -51,12 +51,78 @@ def install(capacity_bytes: int | None = None, device_count: int | None = None):
         runtime.configure(capacity_bytes or DEFAULT_CAPACITY, device_count or _visible_devices())
         namespace = runtime.build_namespace()
         module = library.build_module(schemas.published_schemas(), namespace)
+        _installed["previous"] = {k: sys.modules.get(k) for k in _MODULE_KEYS}
+        _installed["previous_npu"] = getattr(torch, "npu", None)
         sys.modules["torch_npu"] = module
         sys.modules["torch.npu"] = namespace
         sys.modules["torch_npu.npu"] = namespace
         torch.npu = namespace
+        _installed["wrapped"] = _wrap_npu_modules()
         _installed["module"] = module
         return module
+
+
+_MODULE_KEYS = ("torch_npu", "torch.npu", "torch_npu.npu")
+
+
+def _npu_modules() -> list:
+    """ascend_ops' NPU modules: ``ascend_ops._npu*`` and ``ascend_ops.device._npu*``."""
+    import importlib
+    import pkgutil
+
+    import ascend_ops
+    import ascend_ops.device
+
+    mods = []
+    for pkg in (ascend_ops, ascend_ops.device):
+        for info in pkgutil.iter_modules(pkg.__path__):
+            if info.name.startswith("_npu"):
+                mods.append(importlib.import_module(f"{pkg.__name__}.{info.name}"))
+    return mods
+
+
+def _wrap_npu_modules() -> list:
+    """Make each function of our NPU modules record its caller's line (``call_sites()``), so
+    ``_npu.X(...)`` sites count as executed like ``torch_npu.X`` ones. Returns what to undo."""
+    import functools
+    import types
+
+    from ascend_ops.simulator.ledger import record_call
+
+    undo = []
+    for mod in _npu_modules():
+        for name, fn in list(vars(mod).items()):
+            if isinstance(fn, types.FunctionType) and fn.__module__ == mod.__name__:
+                def make(fn=fn):
+                    @functools.wraps(fn)
+                    def call(*args, **kwargs):
+                        record_call(2)
+                        return fn(*args, **kwargs)
+                    return call
+                setattr(mod, name, make())
+                undo.append((mod, name, fn))
+    return undo
+
+
+def uninstall() -> None:
+    """Undo ``install()`` in this process (tests): restore ``sys.modules``, ``torch.npu`` and our
+    NPU modules' functions; the ``torch.library`` definitions stay. No-op when not installed."""
+    with _lock:
+        if "module" not in _installed:
+            return
+        for key, mod in _installed["previous"].items():
+            if mod is None:
+                sys.modules.pop(key, None)
+            else:
+                sys.modules[key] = mod
+        if _installed["previous_npu"] is None:
+            if hasattr(torch, "npu"):
+                delattr(torch, "npu")
+        else:
+            torch.npu = _installed["previous_npu"]
+        for mod, name, fn in _installed["wrapped"]:
+            setattr(mod, name, fn)
+        _installed.clear()
 
 
 def _visible_devices() -> int:
@@ -103,4 +169,5 @@ __all__ = [
     "ledger",
     "static_call_sites",
     "tracking",
+    "uninstall",
 ]

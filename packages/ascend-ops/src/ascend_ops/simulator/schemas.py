@@ -159,7 +159,10 @@ class Schemas:
 
 
 def _parse_wheel(wheel: Path) -> Schemas:
-    import yaml
+    try:
+        import yaml
+    except ImportError as exc:
+        raise SimulatedNpuError("reading the torch-npu wheel's schemas needs PyYAML: pip install pyyaml") from exc
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     with zipfile.ZipFile(wheel) as z:

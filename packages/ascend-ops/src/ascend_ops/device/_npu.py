@@ -15,9 +15,10 @@ def available() -> bool:
     """True when torch_npu is already imported and reports a visible NPU."""
     if "torch_npu" not in sys.modules:
         return False
-    npu = getattr(torch, "npu", None)
+    if getattr(torch, "npu", None) is None:
+        return False
     try:
-        return bool(npu is not None and npu.is_available())
+        return bool(torch.npu.is_available())
     except Exception:
         return False
 
@@ -35,6 +36,11 @@ def load():
 
 
 def hccl_process_group_cls():
+    if simulated():
+        raise RuntimeError(
+            "the simulated NPU has no HCCL (ProcessGroupHCCL); collectives run on gloo in "
+            "simulated-NPU mode (docs/simulated-npu.md)"
+        )
     from torch_npu._C._distributed_c10d import ProcessGroupHCCL
 
     return ProcessGroupHCCL

@@ -93,10 +93,11 @@ def _wrap_npu_modules() -> list:
     for mod in _npu_modules():
         for name, fn in list(vars(mod).items()):
             if isinstance(fn, types.FunctionType) and fn.__module__ == mod.__name__:
-                def make(fn=fn):
+                def make(fn=fn, own=mod.__file__):
                     @functools.wraps(fn)
                     def call(*args, **kwargs):
-                        record_call(2)
+                        if sys._getframe(1).f_code.co_filename != own:  # not the module's own helpers
+                            record_call(2)
                         return fn(*args, **kwargs)
                     return call
                 setattr(mod, name, make())

@@ -15,6 +15,7 @@ without a simulator kernel raises AttributeError naming it (so ``hasattr`` featu
 
 from __future__ import annotations
 
+import importlib.machinery
 import threading
 import types
 
@@ -171,6 +172,9 @@ def build_module(schemas: Schemas, npu_namespace) -> SimulatedTorchNpu:
     mod = SimulatedTorchNpu("torch_npu", "Simulated torch_npu (ascend_ops.simulator); tensors live on the CPU.")
     mod.__version__ = TORCH_NPU_VERSION
     mod.__simulated__ = True
+    # importlib.util.find_spec("torch_npu") (accelerate, transformers) raises on a module in
+    # sys.modules whose __spec__ is None; give it a loader-less spec like a namespace module's
+    mod.__spec__ = importlib.machinery.ModuleSpec("torch_npu", None, origin="ascend_ops.simulator")
     mod._schemas = schemas
     mod.npu = npu_namespace
     for base in define_all(schemas):

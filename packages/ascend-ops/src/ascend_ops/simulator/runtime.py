@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.machinery
 import threading
 import time
 import types
@@ -82,8 +83,11 @@ def _index(device) -> int:
         return _State.device
     if isinstance(device, int):
         return device
-    if isinstance(device, str):
-        device = torch.device(device) if ":" in device or device in ("npu", "cpu") else torch.device(device)
+    if isinstance(device, str):  # "npu", "npu:1" (torch.device cannot parse "npu" without torch_npu)
+        kind, _, idx = device.partition(":")
+        if kind not in ("npu", "cpu") or (idx and not idx.isdigit()):
+            raise ValueError(f"device must be 'npu' or 'npu:<index>', got {device!r}")
+        return int(idx) if idx else _State.device
     if isinstance(device, torch.device):
         return _State.device if device.index is None else device.index
     raise TypeError(f"device must be an int, 'npu:<i>' or a torch.device, got {device!r}")
@@ -318,6 +322,7 @@ def build_namespace() -> types.ModuleType:
     ns.NPUGraph, ns.graph = graph.NPUGraph, graph.graph
     ns.OutOfMemoryError = torch.OutOfMemoryError
     ns.__simulated__ = True
+    ns.__spec__ = importlib.machinery.ModuleSpec("torch.npu", None, origin="ascend_ops.simulator")
     return ns
 
 

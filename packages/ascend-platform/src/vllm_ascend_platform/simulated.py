@@ -5,7 +5,8 @@ process that resolves our platform (engine core, spawned TP workers, Ray actors)
 model code runs. It puts the simulated ``torch_npu`` / ``torch.npu`` in place
 (``ascend_ops.simulator.install``, docs/simulated-npu.md) instead of importing the real
 torch_npu, with the simulated device's capacity taken from ``VLLM_ASCEND_EMULATE_DEVICE_MEMORY``
-(default 8 GiB, at most half the host RAM: the simulated device's tensors are host tensors).
+(default 8 GiB, at most half the host RAM: the simulated device's tensors are host tensors),
+on a node of 8 NPUs unless ``ASCEND_RT_VISIBLE_DEVICES`` lists the visible ones.
 
 CPU-only torch has no accelerator, so ``torch.accelerator.synchronize()``, ``empty_cache()``,
 ``empty_host_cache()`` and ``get_memory_info()`` (called unconditionally by vLLM's loaders,
@@ -28,6 +29,8 @@ from typing import Any
 import torch
 
 _installed = False
+#: NPUs a simulated node has when ``ASCEND_RT_VISIBLE_DEVICES`` does not say
+SIMULATED_DEVICES = 8
 
 
 def install_simulated_npu() -> Any:
@@ -44,7 +47,12 @@ def install_simulated_npu() -> Any:
 
     from vllm_ascend_platform import envs
 
-    handle = simulator.install(capacity_bytes=envs.emulated_device_memory())
+    # an 8-NPU node (Atlas 800T A2) unless ASCEND_RT_VISIBLE_DEVICES names the devices; each
+    # process (TP worker) binds its own one by local rank, as on the hardware
+    devices = None if os.environ.get("ASCEND_RT_VISIBLE_DEVICES") else SIMULATED_DEVICES
+    if not simulator.active():
+        _settle_host_library_probes()
+    handle = simulator.install(capacity_bytes=envs.emulated_device_memory(), device_count=devices)
     if _installed:
         return handle
 
@@ -72,6 +80,33 @@ def install_simulated_npu() -> Any:
     atexit.register(_dump_at_exit)
     _installed = True
     return handle
+
+
+def _settle_host_library_probes() -> None:
+    """Let transformers and accelerate decide "no NPU" before the simulated torch_npu exists.
+
+    Both cache (``functools.lru_cache``) whether torch_npu is importable
+    (``transformers.utils.import_utils.is_torch_npu_available``,
+    ``accelerate.utils.imports.is_npu_available``). Asked after the simulator is installed they
+    would answer yes and import torch_npu kernels the project never calls (transformers'
+    ``integrations/npu_flash_attention.py`` imports ``npu_fusion_attention`` at import time),
+    although the device tensors here are CPU tensors and those libraries must treat the host as
+    a CPU. Asked first, with no real torch_npu installed, they cache "no" for this process.
+    """
+    probes = (("transformers.utils.import_utils", "is_torch_npu_available"),
+              ("accelerate.utils.imports", "is_npu_available"))
+    import importlib
+
+    for module, name in probes:
+        try:
+            probe = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):  # library absent or reorganised: nothing cached
+            continue
+        # lru_cache keys on the call's form: cache every form the libraries use
+        probe()
+        for check_device in (False, True):
+            probe(check_device)
+            probe(check_device=check_device)
 
 
 def account_alloc(nbytes: int) -> None:

@@ -60,6 +60,18 @@ else
     echo "$WANT" >"$STAMP"
 fi
 
+# The torch-npu wheel (downloaded, never installed) is the source of the simulated NPU's operator
+# schemas and of the HCCL headers the comm tests check against; cache folder:
+# $ASCEND_OPS_TORCH_NPU_CACHE or ~/.cache/vllm-ascend/torch_npu. A no-op when already cached.
+# Without it the simulated-NPU mode cannot start, and CI's contract tests fail instead of skipping.
+log "fetching the torch-npu 2.13.0 wheel into the cache (schemas only; never installed)"
+if ! "$VENV/bin/python" -m ascend_ops.simulator.schemas --fetch >&2; then
+    if [[ "${CI:-}" == "true" || "${CI:-}" == "1" ]]; then
+        log "error: could not fetch the torch-npu wheel (needed by CI's NPU contract tests)"; exit 1
+    fi
+    log "warning: torch-npu wheel not fetched; simulated-NPU mode and its contract tests need it"
+fi
+
 # Packages that must never be in this environment (DESIGN.md sections 4 and 7).
 "$VENV/bin/python" - <<'PY'
 import importlib.metadata as md, sys

@@ -54,7 +54,7 @@ def fetch_command(dest: Path | None = None) -> list[str]:
 
 def _fetch_hint() -> str:
     return (f"fetch it with `python -m ascend_ops.simulator.schemas --fetch` (runs: "
-            f"{' '.join(fetch_command()[1:])}), or run `bash scripts/bootstrap.sh`")
+            f"{' '.join(['python', *fetch_command()[1:]])}), or run `bash scripts/bootstrap.sh`")
 
 
 def find_wheel() -> Path | None:

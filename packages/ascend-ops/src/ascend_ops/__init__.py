@@ -17,6 +17,7 @@ from ascend_ops._dispatch import (
 from ascend_ops.ops.activation import silu_and_mul, swiglu
 from ascend_ops.ops.attention import fused_infer_attention, fused_infer_attention_workspace
 from ascend_ops.ops.kv_cache import reshape_and_cache
+from ascend_ops.ops.mla import mla_decode, mla_gather_context, mla_prefill
 from ascend_ops.ops.moe import (
     grouped_matmul,
     moe_finalize_routing,
@@ -41,8 +42,12 @@ OPS = (
     "grouped_matmul",
 )
 
+#: the MLA ops (ascend_ops.ops.mla), listed apart from OPS
+MLA_OPS = ("mla_decode", "mla_prefill", "mla_gather_context")
+
 __all__ = [
     "BACKENDS",
+    "MLA_OPS",
     "OPS",
     "add_rms_norm",
     "call_counts",
@@ -51,6 +56,9 @@ __all__ = [
     "fused_infer_attention",
     "fused_infer_attention_workspace",
     "grouped_matmul",
+    "mla_decode",
+    "mla_gather_context",
+    "mla_prefill",
     "moe_finalize_routing",
     "moe_gating_top_k",
     "moe_init_routing",

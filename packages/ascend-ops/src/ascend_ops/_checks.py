@@ -102,14 +102,26 @@ def reshape_and_cache(key, value, key_cache, value_cache, slot_mapping) -> None:
     float_tensor("key_cache", key_cache, 4)
     float_tensor("value_cache", value_cache, 4)
     index_tensor("slot_mapping", slot_mapping, 1)
-    same_shape("value", value, "key", key)
-    same_shape("value_cache", value_cache, "key_cache", key_cache)
+    # value may have its own head dim Dv (MLA: key = kv_c, value = k_pe, as ATB allows)
+    if value.shape[:2] != key.shape[:2]:
+        raise ValueError(
+            f"value shape {tuple(value.shape)} must be [T, Hk, Dv] with key's T, Hk {tuple(key.shape)}"
+        )
+    if value_cache.shape[:3] != key_cache.shape[:3]:
+        raise ValueError(
+            f"value_cache shape {tuple(value_cache.shape)} must share key_cache's "
+            f"[num_blocks, block_size, Hk] {tuple(key_cache.shape)}"
+        )
     same_dtype("key_cache", key_cache, "key", key)
     same_dtype("value_cache", value_cache, "value", value)
     if key.shape[1:] != key_cache.shape[2:]:
         raise ValueError(
             f"key shape {tuple(key.shape)} must be [T, Hk, D] matching key_cache "
             f"[num_blocks, block_size, Hk, D] = {tuple(key_cache.shape)}"
+        )
+    if value.shape[2] != value_cache.shape[3]:
+        raise ValueError(
+            f"value head dim {value.shape[2]} must equal value_cache's {value_cache.shape[3]}"
         )
     if slot_mapping.shape[0] != key.shape[0]:
         raise ValueError(

@@ -76,9 +76,11 @@ def reshape_and_cache(key, value, key_cache, value_cache, slot_mapping):
                 f"{name} must be contiguous for torch_npu._npu_reshape_and_cache (got strides "
                 f"{tuple(cache.stride())}); pass separate K and V caches, not halves of one buffer"
             )
+    # the kernel reads key/value densely too; the callers' K/V are often column slices of the
+    # fused QKV projection (row stride = q + k + v widths), so make them dense here
     torch_npu()._npu_reshape_and_cache(
-        key=key,
-        value=value,
+        key=key.contiguous(),
+        value=value.contiguous(),
         key_cache=key_cache,
         value_cache=value_cache,
         slot_indices=slot_mapping.to(torch.int32),

@@ -18,7 +18,7 @@ def _reshape_and_cache_impl(
     _checks.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
     backend = select_backend(key)
     count("reshape_and_cache", backend)
-    if backend == "native":
+    if backend == "native" and value.shape[-1] == key.shape[-1]:
         _native.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
         return
     if backend == "npu":
@@ -49,9 +49,11 @@ def reshape_and_cache(
 ) -> None:
     """Scatter this step's K/V into the paged cache, in place.
 
-    Shapes: ``key``, ``value`` [T, Hk, D]; ``key_cache``, ``value_cache``
-    [num_blocks, block_size, Hk, D], same dtype as key/value; CPU branches accept strided views,
-    the NPU branch needs contiguous caches (ValueError otherwise); ``slot_mapping`` int32/int64
+    Shapes: ``key`` [T, Hk, D], ``value`` [T, Hk, Dv]; ``key_cache`` [num_blocks, block_size, Hk, D],
+    ``value_cache`` [num_blocks, block_size, Hk, Dv] (Dv may differ from D, e.g. MLA's latent and
+    rope caches; the C++ kernel serves Dv == D, the reference the rest), same dtype as key/value;
+    CPU branches accept strided views, the NPU branch needs contiguous caches (ValueError
+    otherwise); ``slot_mapping`` int32/int64
     [T]. Token t goes to block slot // block_size, offset slot % block_size; slot < 0 is padding
     and is skipped.
     NPU: ATB ``torch_npu._npu_reshape_and_cache(key, value, key_cache, value_cache, slot_indices)``.

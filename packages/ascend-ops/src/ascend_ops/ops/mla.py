@@ -1,0 +1,261 @@
+"""MLA ops (Multi-head Latent Attention, DeepSeek-V2/V3): ``torch.ops.ascend.mla_decode``,
+``torch.ops.ascend.mla_prefill`` and ``torch.ops.ascend.mla_gather_context``.
+
+Lengths are host lists (``actual_seq_lengths`` = cumulative query ends, ``actual_seq_lengths_kv``
+= per-request KV lengths), as ``npu_fused_infer_attention_score`` takes them: nothing here reads a
+device tensor back. There is no C++ kernel for MLA: the ``native`` backend runs the reference
+for ``mla_decode`` and the native paged attention (over a scratch cache) for ``mla_prefill``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ascend_ops import _checks, _npu_mla
+from ascend_ops._dispatch import count, eager_direct, select_backend
+from ascend_ops.ops.attention import fused_infer_attention
+from ascend_ops.ops.kv_cache import reshape_and_cache
+from ascend_ops.reference import mla as mla_reference
+
+#: scratch-cache block size of mla_prefill (a FIA-supported paged block size)
+PREFILL_BLOCK_SIZE = 128
+
+
+def _check_lengths(name_q: str, total: int, ends: list[int], kv_lens: list[int]) -> None:
+    if len(ends) != len(kv_lens):
+        raise ValueError(
+            f"actual_seq_lengths ({len(ends)}) and actual_seq_lengths_kv ({len(kv_lens)}) must have "
+            "one entry per request"
+        )
+    prev = 0
+    for i, (end, kv) in enumerate(zip(ends, kv_lens)):
+        if end < prev:
+            raise ValueError("actual_seq_lengths must be non-decreasing cumulative query ends")
+        if kv < end - prev:
+            raise ValueError(f"actual_seq_lengths_kv[{i}]={kv} must be >= its query length {end - prev}")
+        prev = end
+    if ends and ends[-1] != total:
+        raise ValueError(f"actual_seq_lengths must end at {name_q}'s token count {total}, got {ends[-1]}")
+
+
+def _check_latent_cache(name: str, cache: torch.Tensor, ref: torch.Tensor) -> None:
+    _checks.float_tensor(name, cache, 4)
+    _checks.same_dtype(name, cache, "q_nope", ref)
+    if cache.shape[2] != 1:
+        raise ValueError(f"{name} must be [num_blocks, block_size, 1, width], got {tuple(cache.shape)}")
+
+
+def _decode_checks(q_nope, q_pe, kv_c_cache, k_pe_cache, block_table, ends, kv_lens) -> None:
+    _checks.float_tensor("q_nope", q_nope, 3)
+    _checks.float_tensor("q_pe", q_pe, 3)
+    _checks.same_dtype("q_pe", q_pe, "q_nope", q_nope)
+    _check_latent_cache("kv_c_cache", kv_c_cache, q_nope)
+    _check_latent_cache("k_pe_cache", k_pe_cache, q_nope)
+    _checks.index_tensor("block_table", block_table, 2)
+    if q_pe.shape[:2] != q_nope.shape[:2]:
+        raise ValueError(f"q_pe {tuple(q_pe.shape)} must be [T, N, R] with q_nope's T, N {tuple(q_nope.shape)}")
+    if kv_c_cache.shape[-1] != q_nope.shape[-1] or k_pe_cache.shape[-1] != q_pe.shape[-1]:
+        raise ValueError(
+            f"kv_c_cache width {kv_c_cache.shape[-1]} / k_pe_cache width {k_pe_cache.shape[-1]} must "
+            f"equal q_nope's {q_nope.shape[-1]} / q_pe's {q_pe.shape[-1]} last dim"
+        )
+    if kv_c_cache.shape[:2] != k_pe_cache.shape[:2]:
+        raise ValueError("kv_c_cache and k_pe_cache must have the same [num_blocks, block_size]")
+    _check_lengths("q_nope", q_nope.shape[0], ends, kv_lens)
+    if len(ends) > block_table.shape[0]:
+        raise ValueError(f"block_table has {block_table.shape[0]} rows for {len(ends)} requests")
+    need = -(-max(kv_lens, default=0) // kv_c_cache.shape[1])
+    if need > block_table.shape[1]:
+        raise ValueError(f"actual_seq_lengths_kv needs {need} blocks but block_table has {block_table.shape[1]} columns")
+
+
+def _mla_decode_impl(q_nope: torch.Tensor, q_pe: torch.Tensor, kv_c_cache: torch.Tensor,
+                     k_pe_cache: torch.Tensor, block_table: torch.Tensor,
+                     actual_seq_lengths: list[int], actual_seq_lengths_kv: list[int],
+                     scale: float) -> torch.Tensor:
+    ends, kv_lens = list(actual_seq_lengths), list(actual_seq_lengths_kv)
+    _decode_checks(q_nope, q_pe, kv_c_cache, k_pe_cache, block_table, ends, kv_lens)
+    backend = select_backend(q_nope)
+    count("mla_decode", backend)
+    table = block_table[: len(ends)]
+    if backend == "npu":
+        return _npu_mla.mla_decode(q_nope, q_pe, kv_c_cache, k_pe_cache, table, ends, kv_lens, scale)
+    return mla_reference.mla_decode(q_nope, q_pe, kv_c_cache, k_pe_cache, table, ends, kv_lens, scale)
+
+
+_mla_decode_op = torch.library.custom_op("ascend::mla_decode", mutates_args=())(_mla_decode_impl)
+
+
+@_mla_decode_op.register_fake
+def _(q_nope, q_pe, kv_c_cache, k_pe_cache, block_table, actual_seq_lengths, actual_seq_lengths_kv, scale):
+    _decode_checks(q_nope, q_pe, kv_c_cache, k_pe_cache, block_table, list(actual_seq_lengths),
+                   list(actual_seq_lengths_kv))
+    return torch.empty_like(q_nope)
+
+
+def mla_decode(q_nope: torch.Tensor, q_pe: torch.Tensor, kv_c_cache: torch.Tensor,
+               k_pe_cache: torch.Tensor, block_table: torch.Tensor, actual_seq_lengths: list[int],
+               actual_seq_lengths_kv: list[int], scale: float) -> torch.Tensor:
+    """Paged latent attention (MLA decode with absorbed weights).
+
+    Request b owns query rows ``actual_seq_lengths[b-1]:actual_seq_lengths[b]`` (the last q_len of
+    its ``actual_seq_lengths_kv[b]`` positions; causal, bottom-right aligned). Each head scores
+    latent row j by ``scale * (q_nope . kv_c[j] + q_pe . k_pe[j])`` and returns the
+    softmax-weighted sum of ``kv_c`` rows.
+
+    Shapes/dtypes: ``q_nope`` [T, N, L] (q_nope already multiplied by W_UK), ``q_pe`` [T, N, R];
+    ``kv_c_cache`` [num_blocks, block_size, 1, L] and ``k_pe_cache`` [num_blocks, block_size, 1, R]
+    of q_nope's dtype (contiguous on NPU); ``block_table`` int [>= B, max_blocks]; lengths are
+    host lists of B ints. Returns [T, N, L] in q_nope's dtype (float32 math).
+    NPU: ``npu_fused_infer_attention_score`` with ``query_rope``/``key_rope``, the latent cache as
+    key and value, ``num_key_value_heads=1`` (vllm-ascend's MLA decode mapping; see
+    ``ascend_ops._npu_mla``). CPU: the vectorised reference (no C++ kernel).
+    Raises TypeError/ValueError naming the argument for bad dtypes, shapes or lengths.
+    """
+    args = (q_nope, q_pe, kv_c_cache, k_pe_cache, block_table,
+            [int(v) for v in actual_seq_lengths], [int(v) for v in actual_seq_lengths_kv], float(scale))
+    if eager_direct(*args[:5]):
+        return _mla_decode_impl(*args)
+    return torch.ops.ascend.mla_decode(*args)
+
+
+# ---- prefill ---------------------------------------------------------------------------------
+def _prefill_checks(query, key, value, ends, kv_lens) -> None:
+    _checks.float_tensor("query", query, 3)
+    _checks.float_tensor("key", key, 3)
+    _checks.float_tensor("value", value, 3)
+    _checks.same_dtype("key", key, "query", query)
+    _checks.same_dtype("value", value, "query", query)
+    if key.shape[1:] != query.shape[1:]:
+        raise ValueError(f"key {tuple(key.shape)} must be [S, N, D] with query's N, D {tuple(query.shape)}")
+    if value.shape[:2] != key.shape[:2]:
+        raise ValueError(f"value {tuple(value.shape)} must be [S, N, Dv] with key's S, N {tuple(key.shape)}")
+    _check_lengths("query", query.shape[0], ends, kv_lens)
+    if sum(kv_lens) != key.shape[0]:
+        raise ValueError(
+            f"actual_seq_lengths_kv must sum to key's row count {key.shape[0]}, got {sum(kv_lens)}"
+        )
+
+
+def _scratch_paged(key, value, kv_lens, block_size):
+    """Per-request K/V rows -> scratch paged caches + block table (indices built on the host)."""
+    kv = torch.tensor(kv_lens, dtype=torch.long)
+    blocks = (kv + block_size - 1) // block_size
+    first = torch.cumsum(blocks, 0) - blocks
+    width = max(int(blocks.max()), 1) if len(kv_lens) else 1
+    table = (first[:, None] + torch.arange(width)[None, :]).clamp(max=max(int(blocks.sum()) - 1, 0))
+    req = torch.repeat_interleave(torch.arange(len(kv_lens)), kv)
+    pos = torch.arange(int(kv.sum())) - (torch.cumsum(kv, 0) - kv)[req]
+    slots = first[req] * block_size + pos
+    shape = (max(int(blocks.sum()), 1), block_size, key.shape[1], key.shape[2])
+    key_cache, value_cache = key.new_zeros(shape), key.new_zeros(shape)
+    if value.shape[-1] != key.shape[-1]:  # FIA's paged K and V share one head dim: zero-pad V
+        value = torch.nn.functional.pad(value, (0, key.shape[-1] - value.shape[-1]))
+    reshape_and_cache(key, value, key_cache, value_cache, slots.to(key.device))
+    return key_cache, value_cache, table.to(device=key.device, dtype=torch.int32)
+
+
+def _mla_prefill_impl(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                      actual_seq_lengths: list[int], actual_seq_lengths_kv: list[int],
+                      scale: float) -> torch.Tensor:
+    ends, kv_lens = list(actual_seq_lengths), list(actual_seq_lengths_kv)
+    _prefill_checks(query, key, value, ends, kv_lens)
+    backend = select_backend(query)
+    count("mla_prefill", backend)
+    if backend == "reference" or not ends:
+        return mla_reference.mla_prefill(query, key, value, ends, kv_lens, scale)
+    if value.shape[-1] > key.shape[-1]:
+        raise ValueError(f"value head dim {value.shape[-1]} must be <= key head dim {key.shape[-1]}")
+    key_cache, value_cache, table = _scratch_paged(key, value, kv_lens, PREFILL_BLOCK_SIZE)
+    qsl = torch.tensor([0, *ends], dtype=torch.int32, device=query.device)
+    seq = torch.tensor(kv_lens, dtype=torch.int32, device=query.device)
+    out = fused_infer_attention(query.contiguous(), key_cache, value_cache, table, qsl, seq, scale,
+                                True, actual_seq_lengths=ends, actual_seq_lengths_kv=kv_lens)
+    return out[..., : value.shape[-1]].contiguous()
+
+
+_mla_prefill_op = torch.library.custom_op("ascend::mla_prefill", mutates_args=())(_mla_prefill_impl)
+
+
+@_mla_prefill_op.register_fake
+def _(query, key, value, actual_seq_lengths, actual_seq_lengths_kv, scale):
+    _prefill_checks(query, key, value, list(actual_seq_lengths), list(actual_seq_lengths_kv))
+    return query.new_empty(*query.shape[:2], value.shape[-1])
+
+
+def mla_prefill(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                actual_seq_lengths: list[int], actual_seq_lengths_kv: list[int],
+                scale: float) -> torch.Tensor:
+    """Causal varlen attention of MLA prefill on up-projected K/V.
+
+    Request b's queries are rows ``actual_seq_lengths[b-1]:actual_seq_lengths[b]`` of ``query``,
+    the last q_len of its ``actual_seq_lengths_kv[b]`` keys; its keys/values are the next
+    ``actual_seq_lengths_kv[b]`` rows of ``key``/``value`` (requests in order: context rows then
+    new rows of request 0, then request 1, ...). Query i sees keys j <= kv_len - q_len + i.
+
+    Shapes/dtypes: ``query``/``key`` [*, N, Dqk] (nope + rope), ``value`` [S, N, Dv] with
+    Dv <= Dqk, one float dtype; lengths are host lists. Returns [T, N, Dv] (float32 math).
+    NPU: the K/V rows are scattered into a scratch paged cache with ATB ``_npu_reshape_and_cache``
+    (V zero-padded to Dqk, since the paged FIA reads K and V with one head dim) and attended with
+    ``npu_fused_infer_attention_score`` (TND, sparse_mode=3); the padded output columns are
+    dropped. CPU: ``native`` uses the same scratch cache with the C++ paged attention,
+    ``reference`` a padded-batch float32 computation.
+    Raises TypeError/ValueError naming the argument for bad dtypes, shapes or lengths.
+    """
+    args = (query, key, value, [int(v) for v in actual_seq_lengths],
+            [int(v) for v in actual_seq_lengths_kv], float(scale))
+    if eager_direct(query, key, value):
+        return _mla_prefill_impl(*args)
+    return torch.ops.ascend.mla_prefill(*args)
+
+
+# ---- context gather --------------------------------------------------------------------------
+def _gather_impl(kv_c_cache: torch.Tensor, k_pe_cache: torch.Tensor, block_table: torch.Tensor,
+                 context_lens: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    _checks.float_tensor("kv_c_cache", kv_c_cache, 4)
+    _checks.float_tensor("k_pe_cache", k_pe_cache, 4)
+    _checks.index_tensor("block_table", block_table, 2)
+    if len(context_lens) > block_table.shape[0]:
+        raise ValueError(f"block_table has {block_table.shape[0]} rows for {len(context_lens)} requests")
+    count("mla_gather_context", select_backend(kv_c_cache))
+    lens = torch.tensor(context_lens, dtype=torch.long)
+    total = int(lens.sum()) if len(context_lens) else 0
+    block_size = kv_c_cache.shape[1]
+    if -(-max(context_lens, default=0) // block_size) > block_table.shape[1]:
+        raise ValueError("context_lens needs more blocks than block_table has columns")
+    req = torch.repeat_interleave(torch.arange(len(context_lens)), lens)
+    pos = torch.arange(total) - (torch.cumsum(lens, 0) - lens)[req]
+    device = kv_c_cache.device
+    req, pos = req.to(device), pos.to(device)
+    slots = block_table[req, pos // block_size].long() * block_size + pos % block_size
+    kv_c = kv_c_cache.reshape(-1, kv_c_cache.shape[-1]).index_select(0, slots)
+    k_pe = k_pe_cache.reshape(-1, k_pe_cache.shape[-1]).index_select(0, slots)
+    return kv_c, k_pe
+
+
+_gather_op = torch.library.custom_op("ascend::mla_gather_context", mutates_args=())(_gather_impl)
+
+
+@_gather_op.register_fake
+def _(kv_c_cache, k_pe_cache, block_table, context_lens):
+    total = sum(int(v) for v in context_lens)
+    return (kv_c_cache.new_empty(total, kv_c_cache.shape[-1]),
+            k_pe_cache.new_empty(total, k_pe_cache.shape[-1]))
+
+
+def mla_gather_context(kv_c_cache: torch.Tensor, k_pe_cache: torch.Tensor,
+                       block_table: torch.Tensor, context_lens: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows 0..context_lens[b]-1 of every request b from the paged latent caches, concatenated.
+
+    Shapes: caches [num_blocks, block_size, 1, L] / [num_blocks, block_size, 1, R];
+    ``block_table`` int [>= B, max_blocks] (device); ``context_lens`` host list of B ints.
+    Returns (kv_c [C, L], k_pe [C, R]) with C = sum(context_lens), request 0's rows first.
+    All backends (NPU included) use block-table index ops whose output size comes from the host
+    list (``block_table[req, pos // block_size]`` then ``index_select`` on the flattened caches),
+    never a data-dependent shape; torch_npu's paged-cache load operator is not needed.
+    Raises TypeError/ValueError naming the argument.
+    """
+    lens = [int(v) for v in context_lens]
+    if eager_direct(kv_c_cache, k_pe_cache, block_table):
+        return _gather_impl(kv_c_cache, k_pe_cache, block_table, lens)
+    return torch.ops.ascend.mla_gather_context(kv_c_cache, k_pe_cache, block_table, lens)

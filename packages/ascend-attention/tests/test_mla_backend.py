@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from vllm_ascend_attention.host_lengths import HostLengths
 
 N, L, R, NOPE, V, BS = 2, 8, 4, 6, 5, 4  # heads, kv_lora_rank, rope dim, nope dim, v dim, block size
 SCALE = 0.3
@@ -48,7 +49,8 @@ def _naive(q, latent, w, causal_offset):
 
 
 def _cache_with(latent, blocks):
-    cache = torch.zeros(6, BS, L + R)
+    """vLLM's logical MLA layer view [num_blocks, 1, block_size, L + R] of a dense slab."""
+    cache = torch.zeros(6, 1, BS, L + R)
     slots = torch.tensor([blocks[p // BS] * BS + p % BS for p in range(latent.shape[0])])
     return cache, slots
 
@@ -59,12 +61,16 @@ def test_cache_write_then_absorbed_decode_matches_naive(impl):
     blocks = [4, 1]
     cache, slots = _cache_with(latent, blocks)
     impl.do_kv_cache_update(latent[:, :L], latent[:, L:].unsqueeze(1), cache, slots, "auto", None)
-    assert torch.equal(cache.view(-1, L + R)[slots], latent)
+    # the slab holds a contiguous latent cache, then a contiguous rope cache
+    flat = cache.view(-1)
+    nope, rope = flat[: 6 * BS * L].view(-1, L), flat[6 * BS * L :].view(-1, R)
+    assert torch.equal(nope[slots], latent[:, :L]) and torch.equal(rope[slots], latent[:, L:])
     q = torch.randn(1, N, NOPE + R, generator=g)
     # absorbed query: q_nope @ W_UK per head -> latent space
     q_abs = torch.einsum("bnd,ndl->bnl", q[..., :NOPE], impl.w[:, :NOPE])
     meta = SimpleNamespace(decode=SimpleNamespace(seq_lens=torch.tensor([7]),
-                                                  block_table=torch.tensor([blocks + [0]])))
+                                                  block_table=torch.tensor([blocks + [0]])),
+                           ascend_decode=HostLengths([1], [7]))
     o_lat, _ = impl.forward_mqa((q_abs, q[..., NOPE:]), cache, meta, None)
     out = torch.einsum("bnl,nvl->bnv", o_lat, impl.w[:, NOPE:])  # W_UV up-projection
     torch.testing.assert_close(out.double(), _naive(q, latent, impl.w, 6), atol=1e-5, rtol=1e-5)
@@ -77,12 +83,15 @@ def test_prefill_with_cached_context_matches_naive(impl, context):
     latent = torch.randn(context + new, L + R, generator=g)
     blocks = [2, 5]
     cache, slots = _cache_with(latent, blocks)
-    cache.view(-1, L + R)[slots[:context]] = latent[:context]  # only the context is cached
+    # only the context is cached
+    impl.do_kv_cache_update(latent[:context, :L], latent[:context, L:].unsqueeze(1), cache,
+                            slots[:context], "auto", None)
     q = torch.randn(new, N, NOPE + R, generator=g)
     ctx = None if context == 0 else SimpleNamespace(context_lens_list=[context])
     meta = SimpleNamespace(prefill=SimpleNamespace(query_start_loc=torch.tensor([0, new]),
                                                    chunked_context=ctx,
-                                                   block_table=torch.tensor([blocks])))
+                                                   block_table=torch.tensor([blocks])),
+                           ascend_prefill=HostLengths([new], [context + new]))
     output = torch.zeros(new, N * V)
     impl.forward_mha(q, latent[context:, :L], latent[context:, L:].unsqueeze(1), cache, meta, None, output)
     torch.testing.assert_close(output.view(new, N, V).double(), _naive(q, latent, impl.w, context),
@@ -98,3 +107,28 @@ def test_select_backend():
         va.select_backend(SimpleNamespace(use_mla=True, use_sparse=True))
     with pytest.raises(NotImplementedError, match="compress_ratios"):
         va.select_backend(SimpleNamespace(use_mla=True, use_sparse=False), SimpleNamespace(compress_ratios=[4]))
+
+
+def test_prefill_batch_of_two_requests_plus_padding_rows(impl):
+    """Two prefill requests in one step (one with 5 cached context rows, one fresh) and two
+    padding rows after them: each request equals its own naive causal attention."""
+    g = torch.Generator().manual_seed(3)
+    ctx, new = [5, 0], [3, 4]
+    lat = [torch.randn(c + n, L + R, generator=g) for c, n in zip(ctx, new)]
+    blocks = [[2, 5], [1, 3]]
+    cache = torch.zeros(6, 1, BS, L + R)
+    for b in range(2):
+        slots = torch.tensor([blocks[b][p // BS] * BS + p % BS for p in range(ctx[b])], dtype=torch.long)
+        if ctx[b]:
+            impl.do_kv_cache_update(lat[b][: ctx[b], :L], lat[b][: ctx[b], L:].unsqueeze(1), cache,
+                                    slots, "auto", None)
+    q = torch.randn(sum(new) + 2, N, NOPE + R, generator=g)
+    rows_new = torch.cat([lat[b][ctx[b]:] for b in range(2)] + [torch.randn(2, L + R, generator=g)])
+    meta = SimpleNamespace(prefill=SimpleNamespace(block_table=torch.tensor(blocks)),
+                           ascend_prefill=HostLengths([3, 7], [8, 4]))
+    output = torch.zeros(sum(new) + 2, N * V)
+    impl.forward_mha(q, rows_new[:, :L], rows_new[:, L:].unsqueeze(1), cache, meta, None, output)
+    out = output.view(-1, N, V).double()
+    torch.testing.assert_close(out[:3], _naive(q[:3], lat[0], impl.w, 5), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(out[3:7], _naive(q[3:7], lat[1], impl.w, 0), atol=1e-5, rtol=1e-5)
+    assert (out[7:] == 0).all()

@@ -4,34 +4,42 @@ Built on vLLM 0.32's shared MLA scaffolding (``MLACommonBackend`` / ``MLACommonI
 ``MLACommonMetadataBuilder`` in ``model_executor/layers/attention/mla_attention.py``), whose
 ``MLAAttention.forward_impl`` splits a batch into decode tokens (weight-absorbed MQA: ``q_nope``
 arrives already multiplied by W_UK, the output is up-projected by W_UV afterwards) and prefill
-tokens (MHA on up-projected K/V). This module supplies the three device parts:
+tokens (MHA on up-projected K/V). This module supplies the device parts, each an ``ascend_ops`` op:
 
-* cache write (``do_kv_cache_update``): one row per token, ``[kv_c_normed (kv_lora_rank) | k_pe
-  (rope dim)]``, cache view ``[num_blocks, block_size, kv_lora_rank + rope_dim]``;
-* decode (``forward_mqa``): per request, scores over the request's latent rows (block table),
-  softmax, weighted sum of the ``kv_c`` part -> ``[B, N, kv_lora_rank]``;
-* prefill (``forward_mha``): per request, the context already in the cache (prefix-cache hits and
-  earlier chunks of a chunked prefill) plus the new tokens are up-projected by ``kv_b_proj`` and
-  attended causally (query i of a request with context c sees keys 0..c+i).
+* KV cache: vLLM's per-layer latent view ``[num_blocks, 1, block_size, kv_lora_rank + rope_dim]``
+  is one dense slab, reinterpreted (``vllm_ascend_attention.kv_layout``, no copy) as a contiguous
+  latent "nope" cache ``[num_blocks, block_size, 1, kv_lora_rank]`` followed by a contiguous rope
+  cache ``[num_blocks, block_size, 1, rope_dim]``; written with ``ascend_ops.reshape_and_cache``
+  (key = kv_c_normed, value = k_pe: ATB ``_npu_reshape_and_cache``); block zeroing through
+  :meth:`AscendMLABackend.zero_kv_cache_blocks`;
+* decode (``forward_mqa``): ``ascend_ops.mla_decode`` (``npu_fused_infer_attention_score`` with
+  ``query_rope``/``key_rope`` over the two caches);
+* prefill (``forward_mha``): ``ascend_ops.mla_gather_context`` reads the cached context rows
+  (prefix-cache hits, earlier chunks), the rows are ordered per request with one host-built
+  index, up-projected by ``kv_b_proj`` and attended causally by ``ascend_ops.mla_prefill``.
 
-Math runs in float32 with torch ops (TND, per request); on NPU the same layout maps onto
-``npu_fused_infer_attention_score`` with ``query_rope``/``key_rope`` (not wired yet: the paths
-here are device-agnostic torch). Sparse MLA (DeepSeek V3.2 DSA) and compressed-KV models are
-refused by :func:`vllm_ascend_attention.select_backend`.
+All lengths are host lists built once per step by :class:`AscendMLAMetadataBuilder` from vLLM's
+CPU copies; no request loop touches device tensors. Sparse MLA (DeepSeek V3.2 DSA) and
+compressed-KV models are refused by :func:`vllm_ascend_attention.select_backend`.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+import ascend_ops
 import torch
 from vllm.model_executor.layers.attention.mla_attention import (
     MLACommonBackend,
     MLACommonImpl,
     MLACommonMetadata,
+    MLACommonMetadataBuilder,
 )
-from vllm.v1.attention.backend import AttentionType, MultipleOf
+from vllm.v1.attention.backend import AttentionType, CommonAttentionMetadata, MultipleOf
 from vllm.v1.attention.backends.mla.prefill.base import MLAPrefillBackend
+
+from vllm_ascend_attention import kv_layout
+from vllm_ascend_attention.host_lengths import HostLengths
 
 
 class AscendMLAPrefillBackend(MLAPrefillBackend):
@@ -71,9 +79,18 @@ class AscendMLABackend(MLACommonBackend):
     def get_impl_cls() -> type[AscendMLAImpl]:
         return AscendMLAImpl
 
+    @staticmethod
+    def get_builder_cls() -> type[AscendMLAMetadataBuilder]:
+        return AscendMLAMetadataBuilder
+
+    @classmethod
+    def zero_kv_cache_blocks(cls, kv_cache: torch.Tensor, block_ids: torch.Tensor, layer) -> None:
+        """Zero blocks ``block_ids`` (int64, kernel blocks) of the latent and rope caches."""
+        kv_layout.zero_blocks(kv_cache, block_ids, _widths(kv_cache, getattr(layer, "kv_lora_rank", None)))
+
     @classmethod
     def get_supported_head_sizes(cls) -> list[int]:
-        """Any latent width (kv_lora_rank + rope dim); the torch paths have no fixed size."""
+        """Any latent width (kv_lora_rank + rope dim) the FIA head-dim limit (512) allows."""
         return []
 
     @staticmethod
@@ -82,14 +99,38 @@ class AscendMLABackend(MLACommonBackend):
         return [MultipleOf(16)]
 
 
-def _gather_latent(cache: torch.Tensor, block_row: torch.Tensor, length: int) -> torch.Tensor:
-    """Rows 0..length-1 of one request from the paged latent cache -> [length, width]."""
-    if length == 0:
-        return cache.new_empty(0, cache.shape[-1])
-    block_size = cache.shape[1]
-    pos = torch.arange(length, device=cache.device)
-    blocks = block_row.long()[pos // block_size]
-    return cache[blocks, pos % block_size]
+def _widths(kv_cache: torch.Tensor, kv_lora_rank: int | None) -> tuple[int, int]:
+    if kv_lora_rank is None:
+        raise ValueError("the MLA layer must expose kv_lora_rank to split its cache")
+    return kv_lora_rank, kv_cache.shape[-1] - kv_lora_rank
+
+
+def _host_lengths(qsl_cpu: torch.Tensor, seq_lens_cpu: torch.Tensor, first: int, last: int) -> HostLengths:
+    """Lengths of requests ``first..last-1`` with query ends relative to request ``first``."""
+    ends = (qsl_cpu[first + 1 : last + 1] - qsl_cpu[first]).tolist()
+    return HostLengths([int(v) for v in ends], [int(v) for v in seq_lens_cpu[first:last].tolist()])
+
+
+class AscendMLAMetadataBuilder(MLACommonMetadataBuilder[MLACommonMetadata]):
+    """vLLM's MLA metadata plus the host lengths the Ascend ops take.
+
+    Adds to the metadata: ``ascend_decode`` / ``ascend_prefill`` (:class:`HostLengths` of the
+    decode requests ``[0, num_decodes)`` and of the prefill requests ``[num_decodes, num_reqs)``,
+    query ends relative to the group's first request), built from ``query_start_loc_cpu`` and
+    ``seq_lens_cpu_upper_bound`` (``vllm/v1/attention/backend.py``), never from device tensors.
+    """
+
+    def build(self, common_prefix_len: int, common_attn_metadata: CommonAttentionMetadata,
+              fast_build: bool = False) -> MLACommonMetadata:
+        md = super().build(common_prefix_len, common_attn_metadata, fast_build)
+        cm = common_attn_metadata
+        seq = cm.seq_lens_cpu_upper_bound
+        seq = seq[: cm.num_reqs] if seq is not None else cm.seq_lens[: cm.num_reqs].cpu()
+        qsl = cm.query_start_loc_cpu
+        num_decodes = md.num_decodes or 0
+        md.ascend_decode = _host_lengths(qsl, seq, 0, num_decodes)
+        md.ascend_prefill = _host_lengths(qsl, seq, num_decodes, cm.num_reqs)
+        return md
 
 
 class AscendMLAImpl(MLACommonImpl[MLACommonMetadata]):
@@ -127,33 +168,41 @@ class AscendMLAImpl(MLACommonImpl[MLACommonMetadata]):
         self.cp_kv_cache_interleave_size = 1
 
     # -- cache write ------------------------------------------------------------------------
+    def _caches(self, kv_cache: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        nope, rope = kv_layout.split_cache(kv_cache, (self.kv_lora_rank, self.qk_rope_head_dim))
+        return nope, rope
+
     def do_kv_cache_update(self, kv_c_normed, k_pe, kv_cache, slot_mapping, kv_cache_dtype, k_scale):
-        """Write ``[kv_c_normed | k_pe]`` rows at ``slot_mapping`` (slots < 0 are padding)."""
+        """Write kv_c_normed [T, L] / k_pe [T, 1, R] at ``slot_mapping`` (slots < 0 are padding)."""
         if kv_cache.numel() == 0:
             return
-        rank = kv_c_normed.shape[-1]
-        k_pe = k_pe.reshape(k_pe.shape[0], -1)
-        flat = kv_cache.view(-1, rank + k_pe.shape[-1])
+        nope, rope = self._caches(kv_cache)
         n = slot_mapping.shape[0]
-        slots = slot_mapping.flatten().long()
-        valid = slots >= 0
-        rows = torch.cat([kv_c_normed[:n], k_pe[:n]], dim=-1).to(flat.dtype)
-        flat[slots[valid]] = rows[valid]
+        ascend_ops.reshape_and_cache(
+            kv_c_normed[:n].reshape(n, 1, self.kv_lora_rank),
+            k_pe[:n].reshape(n, 1, self.qk_rope_head_dim),
+            nope,
+            rope,
+            slot_mapping,
+        )
 
     # -- decode (weight-absorbed MQA over the latent rows) ----------------------------------
     def forward_mqa(self, q, kv_c_and_k_pe_cache, attn_metadata, layer):
         """q: (q_nope·W_UK [B, N, L], q_pe [B, N, R]) or [B, N, L+R] -> ([B, N, L], None)."""
         assert attn_metadata.decode is not None
         if isinstance(q, tuple):
-            q = torch.cat(q, dim=-1)
-        dec = attn_metadata.decode
-        seq_lens = dec.seq_lens.tolist()
-        rank = self.kv_lora_rank
-        out = q.new_empty(q.shape[0], q.shape[1], rank)
-        for b, length in enumerate(seq_lens):
-            latent = _gather_latent(kv_c_and_k_pe_cache, dec.block_table[b], length).float()
-            scores = torch.einsum("nd,sd->ns", q[b].float(), latent) * self.scale
-            out[b] = (torch.softmax(scores, dim=-1) @ latent[:, :rank]).to(out.dtype)
+            q_nope, q_pe = q
+        else:
+            q_nope, q_pe = q.split([self.kv_lora_rank, self.qk_rope_head_dim], dim=-1)
+        lengths = attn_metadata.ascend_decode
+        n = lengths.num_tokens
+        nope, rope = self._caches(kv_c_and_k_pe_cache)
+        out = ascend_ops.mla_decode(
+            q_nope[:n], q_pe[:n], nope, rope, attn_metadata.decode.block_table,
+            lengths.ends, lengths.kv_lens, self.scale,
+        )
+        if n < q_nope.shape[0]:
+            out = torch.cat([out, out.new_zeros(q_nope.shape[0] - n, *out.shape[1:])])
         return out, None
 
     # -- prefill (context from the cache + new tokens, up-projected, causal) ----------------
@@ -164,23 +213,37 @@ class AscendMLAImpl(MLACommonImpl[MLACommonMetadata]):
             raise NotImplementedError("Ascend MLA prefill has no fused output quantization")
         pre = attn_metadata.prefill
         assert pre is not None
-        starts = pre.query_start_loc.tolist()
-        ctx = pre.chunked_context
-        ctx_lens = ctx.context_lens_list if ctx is not None else [0] * (len(starts) - 1)
-        rank, nope = self.kv_lora_rank, self.qk_nope_head_dim
-        out = output.view(-1, self.num_heads, self.v_head_dim)
-        for i in range(len(starts) - 1):
-            s, e, c = starts[i], starts[i + 1], int(ctx_lens[i])
-            new_latent = torch.cat([kv_c_normed[s:e], k_pe[s:e].reshape(e - s, -1)], dim=-1)
-            old_latent = _gather_latent(kv_c_and_k_pe_cache, pre.block_table[i], c).to(new_latent.dtype)
-            latent = torch.cat([old_latent, new_latent], dim=0)
-            kv = self.kv_b_proj(latent[:, :rank])[0].view(-1, self.num_heads, nope + self.v_head_dim)
-            k_nope, v = kv.split([nope, self.v_head_dim], dim=-1)
-            k_rope = latent[:, rank:].unsqueeze(1).expand(-1, self.num_heads, -1)
-            k = torch.cat([k_nope, k_rope], dim=-1).float()
-            scores = torch.einsum("qnd,knd->nqk", q[s:e].float(), k) * self.scale
-            qpos = torch.arange(e - s, device=q.device).unsqueeze(1) + c
-            kpos = torch.arange(c + e - s, device=q.device).unsqueeze(0)
-            scores = scores.masked_fill(kpos > qpos, float("-inf"))
-            probs = torch.softmax(scores, dim=-1)
-            out[s:e] = torch.einsum("nqk,knd->qnd", probs, v.float()).to(out.dtype)
+        lengths = attn_metadata.ascend_prefill
+        n = lengths.num_tokens  # rows past n are padding of the step
+        rope_dim = self.qk_rope_head_dim
+        starts = [0, *lengths.ends[:-1]]
+        q_lens = [e - s for s, e in zip(starts, lengths.ends)]
+        ctx_lens = [kv - ql for kv, ql in zip(lengths.kv_lens, q_lens)]
+        nope, rope = self._caches(kv_c_and_k_pe_cache)
+        ctx_c, ctx_pe = ascend_ops.mla_gather_context(nope, rope, pre.block_table, ctx_lens)
+        # per request: its context rows, then its new rows (one host-built index, no loop on device)
+        order = _request_major_order(ctx_lens, starts, q_lens)
+        order = order.to(kv_c_normed.device)
+        latent_c = torch.cat([ctx_c, kv_c_normed[:n].to(ctx_c.dtype)]).index_select(0, order)
+        latent_pe = torch.cat([ctx_pe, k_pe[:n].reshape(n, rope_dim).to(ctx_pe.dtype)]).index_select(0, order)
+        kv = self.kv_b_proj(latent_c)[0].view(-1, self.num_heads, self.qk_nope_head_dim + self.v_head_dim)
+        k_nope, v = kv.split([self.qk_nope_head_dim, self.v_head_dim], dim=-1)
+        k = torch.cat([k_nope, latent_pe.unsqueeze(1).expand(-1, self.num_heads, -1).to(k_nope.dtype)], dim=-1)
+        out = ascend_ops.mla_prefill(q[:n].to(k.dtype), k, v.contiguous(), lengths.ends, lengths.kv_lens,
+                                     self.scale)
+        output.view(-1, self.num_heads, self.v_head_dim)[:n].copy_(out)
+
+
+def _request_major_order(ctx_lens: list[int], starts: list[int], q_lens: list[int]) -> torch.Tensor:
+    """Index into ``cat([context rows (request-major), new rows])`` that lists, per request,
+    its context rows then its new rows."""
+    ctx = torch.tensor(ctx_lens, dtype=torch.long)
+    new = torch.tensor(q_lens, dtype=torch.long)
+    ctx_start = torch.cumsum(ctx, 0) - ctx
+    total_ctx = int(ctx.sum())
+    per_req = ctx + new
+    req = torch.repeat_interleave(torch.arange(len(ctx_lens)), per_req)
+    pos = torch.arange(int(per_req.sum())) - (torch.cumsum(per_req, 0) - per_req)[req]
+    in_ctx = pos < ctx[req]
+    new_start = torch.tensor(starts, dtype=torch.long)
+    return torch.where(in_ctx, ctx_start[req] + pos, total_ctx + new_start[req] + pos - ctx[req])

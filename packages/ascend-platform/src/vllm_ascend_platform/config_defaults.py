@@ -34,6 +34,7 @@ def apply_ascend_defaults(platform_cls: type, vllm_config: VllmConfig) -> None:
     startup_check(vllm_config)
     _check_block_size(vllm_config)
     _install_worker(vllm_config)
+    _worker_start_method()
     _scheduling(vllm_config)
     _execution_mode(vllm_config)
     _custom_ops(vllm_config)
@@ -87,6 +88,14 @@ def _install_worker(vllm_config: VllmConfig) -> None:
     if getattr(parallel, "enable_dbo", False):
         logger.warning_once("Dual-batch overlap is not supported on Ascend yet; disabled.")
         parallel.enable_dbo = False
+
+
+def _worker_start_method() -> None:
+    """Engine-core, worker and DP processes start with spawn, never fork (vLLM's CPU/XPU
+    platforms do the same; why: ``worker_start`` and docs/worker-start.md)."""
+    from vllm_ascend_platform.worker_start import choose_worker_start_method
+
+    choose_worker_start_method()
 
 
 def _scheduling(vllm_config: VllmConfig) -> None:

@@ -150,3 +150,8 @@ def drift_problems() -> list[str]:
 def registered_patches() -> list[Patch]:
     """All registered patches, in registration order."""
     return list(_REGISTRY.values())
+
+
+# Modules that declare patches: each registers its own at import. Imported here, last, so every
+# process that applies patches (the general plugin, ``vllm_ascend.layers``) sees them all.
+import vllm_ascend_platform.worker_start  # noqa: E402,F401

@@ -1,0 +1,189 @@
+"""How vLLM starts engine-core and worker processes on Ascend, and how long start-up may wait.
+
+Two jobs (docs/worker-start.md explains both with the vLLM sources they follow):
+
+- :func:`choose_worker_start_method` makes vLLM's ``get_mp_context()``
+  (``vllm/utils/system_utils.py``) start processes with ``spawn``. vLLM forks by default and only
+  switches to ``spawn`` when CUDA/XPU is initialised (``_maybe_force_spawn``); its CPU platform
+  always spawns and its XPU platform spawns unless the user chose
+  (``check_and_update_config`` in ``vllm/platforms/cpu.py`` / ``xpu.py``). Neither runtime our
+  workers use survives a fork: torch_npu/ACL does not, and in CPU emulation GNU OpenMP (libgomp,
+  torch's intra-op pool) deadlocks in the child's first parallel region once the parent has run
+  one (vLLM says so in ``set_multiprocessing_worker_envs``,
+  ``vllm/v1/executor/multiproc_executor.py``).
+- the ``worker-ready-timeout`` patch bounds ``WorkerProc.wait_for_ready`` (same file), which
+  waits for every worker's READY message without a timeout. It now waits at most
+  ``VLLM_ENGINE_READY_TIMEOUT_S`` (vLLM's own start-up bound for the engine-core handshake,
+  ``vllm/v1/engine/core_client.py``) and then raises :class:`WorkerStartupTimeout` naming the
+  ranks, their pids, the step and what to check.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing.connection
+import os
+import time
+from typing import Any
+
+from vllm_ascend_platform.patches import Patch, register_patch
+
+logger = logging.getLogger("vllm.ascend")
+
+START_METHOD_ENV = "VLLM_WORKER_MULTIPROC_METHOD"
+READY_TIMEOUT_ENV = "VLLM_ENGINE_READY_TIMEOUT_S"
+WAIT_FOR_READY = "vllm.v1.executor.multiproc_executor:WorkerProc.wait_for_ready"
+
+
+class WorkerStartupTimeout(TimeoutError):
+    """A worker process did not report READY to the executor within the start-up bound."""
+
+
+def choose_worker_start_method(environ: dict[str, str] | None = None) -> str:
+    """Make vLLM spawn (not fork) its engine-core, worker and DP processes; return the method.
+
+    Sets ``VLLM_WORKER_MULTIPROC_METHOD=spawn`` in ``environ`` (default ``os.environ``, which
+    is what ``vllm.envs`` reads) unless the user set it. An explicit ``fork`` is kept (vLLM's
+    XPU platform does the same) with a warning: it hangs a worker whose parent process already
+    ran torch work (libgomp) and cannot work on a real NPU once ACL is initialised.
+
+    Raises:
+        ValueError: the variable holds something other than ``fork`` or ``spawn``.
+    """
+    env = os.environ if environ is None else environ
+    chosen = env.get(START_METHOD_ENV)
+    if chosen is None:
+        env[START_METHOD_ENV] = "spawn"
+        logger.debug("vllm-ascend: %s=spawn (docs/worker-start.md)", START_METHOD_ENV)
+        return "spawn"
+    if chosen not in ("fork", "spawn"):
+        raise ValueError(f"{START_METHOD_ENV}={chosen!r}: use 'spawn' (the Ascend default) or "
+                         "'fork'")
+    if chosen == "fork":
+        logger.warning(
+            "vllm-ascend: %s=fork: a worker forked from a process that already ran torch "
+            "work hangs in its first OpenMP parallel region, and the NPU runtime does not "
+            "survive fork; unset it to use spawn (docs/worker-start.md).", START_METHOD_ENV)
+    return chosen
+
+
+def ready_timeout_s() -> float:
+    """Seconds ``WorkerProc.wait_for_ready`` waits for all workers (``VLLM_ENGINE_READY_TIMEOUT_S``,
+    vLLM's default 600).
+
+    Raises:
+        ValueError: the variable is not a positive number of seconds.
+    """
+    raw = os.environ.get(READY_TIMEOUT_ENV)
+    if raw is None:
+        from vllm import envs as vllm_envs
+
+        return float(vllm_envs.VLLM_ENGINE_READY_TIMEOUT_S)
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise ValueError(f"{READY_TIMEOUT_ENV}={raw!r}: give a positive number of seconds, "
+                         "e.g. 600")
+    return value
+
+
+def _describe(handles: list[Any]) -> str:
+    parts = []
+    for h in sorted(handles, key=lambda h: h.rank):
+        proc = h.proc
+        state = "alive" if proc.is_alive() else f"exited with {proc.exitcode}"
+        parts.append(f"rank {h.rank} (pid {proc.pid}, {state})")
+    return ", ".join(parts)
+
+
+def startup_timeout_message(pending: list[Any], ready: list[int], timeout_s: float) -> str:
+    """The error text for workers that missed the READY bound (``pending``: unready handles)."""
+    pids = " ".join(str(h.proc.pid) for h in pending)
+    method = os.environ.get(START_METHOD_ENV, "fork")
+    return (
+        f"vllm-ascend: worker start-up timed out after {timeout_s:g} s "
+        f"({READY_TIMEOUT_ENV}): {_describe(pending)} never reported READY"
+        f"{'; ready: rank ' + ', '.join(map(str, ready)) if ready else ''}. "
+        "Step: the worker's start-up before READY (WorkerProc.__init__ in "
+        "vllm/v1/executor/multiproc_executor.py: init_device, i.e. the device, the "
+        "torch.distributed rendezvous of all ranks and the model runner, then load_model). "
+        f"Check: `py-spy dump --pid <pid>` for pids {pids}: a worker inside libgomp / "
+        "at::parallel_for was forked from a process that had run torch work "
+        f"({START_METHOD_ENV}={method}; use spawn, docs/worker-start.md); one inside "
+        "init_process_group / a store wait has a peer that never joined (read that rank's log "
+        "above); one loading weights is just slow: raise "
+        f"{READY_TIMEOUT_ENV}."
+    )
+
+
+def bounded_wait_for_ready(unready_proc_handles: list[Any],
+                           timeout_s: float | None = None) -> list[Any]:
+    """``WorkerProc.wait_for_ready`` with a bound: wait for each worker's READY message.
+
+    Same contract as vLLM 0.32's (``vllm/v1/executor/multiproc_executor.py``): returns the
+    ready ``WorkerProcHandle`` list ordered by local rank; a worker that reports anything but
+    READY, or whose pipe closes (it died), raises ``Exception`` as vLLM does.
+
+    Raises:
+        WorkerStartupTimeout: some worker did not answer within ``timeout_s`` (default
+            :func:`ready_timeout_s`); the message names the ranks, pids, step and checks.
+    """
+    from vllm.v1.executor.multiproc_executor import WorkerProc
+
+    limit = ready_timeout_s() if timeout_s is None else timeout_s
+    deadline = time.monotonic() + limit
+    failed = Exception("WorkerProc initialization failed due to an exception in a "
+                       "background process. See stack trace for root cause.")
+    pipes = {h.ready_pipe: h for h in unready_proc_handles}
+    ready: list[Any] = [None] * len(unready_proc_handles)
+    ready_ranks: list[int] = []
+    while pipes:
+        remaining = deadline - time.monotonic()
+        answered = multiprocessing.connection.wait(list(pipes), timeout=max(remaining, 0))
+        if not answered:
+            raise WorkerStartupTimeout(
+                startup_timeout_message(list(pipes.values()), ready_ranks, limit))
+        for pipe in answered:
+            handle = pipes.pop(pipe)
+            try:
+                response = pipe.recv()
+                if response["status"] != "READY":
+                    raise failed
+                ready[handle.rank % len(ready)] = WorkerProc.wait_for_response_handle_ready(
+                    response, handle)
+                ready_ranks.append(handle.rank)
+            except EOFError:
+                failed.__suppress_context__ = True
+                raise failed from None
+            finally:
+                pipe.close()
+    return ready
+
+
+def _looks_like_vllm_032(target: Any) -> bool:
+    import inspect
+
+    from vllm.v1.executor.multiproc_executor import WorkerProc
+
+    params = list(inspect.signature(target).parameters)
+    return params == ["unready_proc_handles"] and hasattr(
+        WorkerProc, "wait_for_response_handle_ready")
+
+
+def _apply() -> None:
+    from vllm.v1.executor.multiproc_executor import WorkerProc
+
+    WorkerProc.wait_for_ready = staticmethod(bounded_wait_for_ready)
+
+
+PATCH = register_patch(Patch(
+    name="worker-ready-timeout",
+    target=WAIT_FOR_READY,
+    vllm_versions=">=0.32,<0.33",
+    why="vLLM waits for the workers' READY messages without a timeout, so a worker stuck in "
+        "start-up hangs the engine silently",
+    check=_looks_like_vllm_032,
+    apply=_apply,
+))

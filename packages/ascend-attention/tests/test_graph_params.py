@@ -1,0 +1,97 @@
+"""FULL-graph attention parameter update on the simulated NPU (docs/simulated-npu.md).
+
+A dense layer's forward is captured into a simulated ``NPUGraph`` with one step's host lengths;
+the next step (one more token per request, written into the cache outside the graph, new query
+contents) is replayed. With the update hook (``graph_params.update_graph_params``) the replay
+equals the paged-attention reference at the new lengths; without it the replay keeps the
+capture-time lengths and differs (negative control). Independent source: the reference kernel
+``ascend_ops.reference.fused_infer_attention``, fed the new lengths directly.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import ascend_ops
+import pytest
+import torch
+from vllm_ascend_attention import graph_params
+from vllm_ascend_attention.backends.dense import (
+    AscendAttentionImpl,
+    AscendAttentionMetadata,
+    split_kv_cache,
+)
+from vllm_ascend_attention.host_lengths import HostLengths
+
+HQ, HK, D, BS, NB = 4, 2, 64, 16, 6
+DT = torch.bfloat16
+
+
+@pytest.fixture
+def sim():
+    from ascend_ops import simulator
+
+    try:
+        simulator.install(capacity_bytes=1 << 30)
+    except simulator.SimulatedNpuError as exc:
+        pytest.skip(str(exc))
+    graph_params.clear()
+    try:
+        yield simulator
+    finally:
+        graph_params.clear()
+        simulator.uninstall()
+
+
+def _step_metadata(block_table, seq_lens):
+    n = len(seq_lens)
+    return AscendAttentionMetadata(
+        num_actual_tokens=n, max_query_len=1,
+        query_start_loc=torch.arange(n + 1, dtype=torch.int32),
+        seq_lens=torch.tensor(seq_lens, dtype=torch.int32), block_table=block_table,
+        slot_mapping=torch.full((n,), -1), lengths=HostLengths(list(range(1, n + 1)), list(seq_lens)))
+
+
+def _run(sim, update: bool):
+    g = torch.Generator().manual_seed(0)
+    kv = torch.randn(NB, BS, HK, 2 * D, generator=g).to(DT).permute(0, 2, 1, 3)  # LBNHC view
+    block_table = torch.tensor([[3, 1], [0, 5]], dtype=torch.int32)
+    impl = AscendAttentionImpl(HQ, D, 0.125, HK, None, None, "auto")
+    layer = SimpleNamespace(layer_name="model.layers.0.self_attn.attn")
+    q = torch.randn(2, HQ * D, generator=g).to(DT)  # persistent input buffer
+    output = torch.zeros(2, HQ * D, dtype=DT)
+    from ascend_ops import device
+
+    graph = device.Graph()
+    graph.capture_begin()
+    impl.forward(layer, q, None, None, kv, _step_metadata(block_table, [5, 9]), output=output)
+    graph.capture_end()
+    assert len(graph_params.captured(None)) == 1
+    # next step: new query contents in place, one more cached token per request
+    q.copy_(torch.randn(2, HQ * D, generator=g).to(DT))
+    new_lens = [6, 10]
+    md = _step_metadata(block_table, new_lens)
+    if update:
+        assert graph_params.update_graph_params(
+            SimpleNamespace(batch_descriptor=None, attn_metadata={layer.layer_name: md})) == 1
+    graph.replay()
+    k_cache, v_cache = split_kv_cache(kv, D)
+    want = ascend_ops.reference.fused_infer_attention(
+        q.view(2, HQ, D), k_cache, v_cache, block_table, md.query_start_loc, md.seq_lens, 0.125, True)
+    return output.view(2, HQ, D), want
+
+
+def test_replay_after_update_uses_the_step_lengths(sim):
+    got, want = _run(sim, update=True)
+    torch.testing.assert_close(got.float(), want.float(), atol=2e-2, rtol=2e-2)
+
+
+def test_replay_without_update_keeps_capture_lengths(sim):
+    got, want = _run(sim, update=False)
+    assert not torch.allclose(got.float(), want.float(), atol=2e-2, rtol=2e-2)
+
+
+def test_no_capture_no_record_in_emulation():
+    """CPU (no simulator): nothing is captured, the hook updates nothing."""
+    graph_params.clear()
+    assert graph_params.update_graph_params(SimpleNamespace(batch_descriptor=None, attn_metadata={})) == 0

@@ -195,3 +195,36 @@ def test_one_capture_at_a_time_and_no_replay_inside(simulated_npu):
             g2.replay()
     g1.reset()
     assert g1.recorded_ops() == []
+
+
+def test_public_attention_out_path_captured_and_updated(simulated_npu):
+    """ascend_ops.fused_infer_attention(out=...) with host lengths, captured as a task group and
+    re-issued with new lengths (the path vllm-ascend's FIA graph update takes)."""
+    p = make_paged_problem([1, 1], [20, 33], 4, 2, 16, 16, torch.bfloat16, seed=6, extra_blocks=2)
+    args = [p[n] for n in ("query", "key_cache", "value_cache", "block_table", "query_start_loc", "seq_lens")]
+    ws = ascend_ops.fused_infer_attention_workspace(*args[:4], 0.25, True, [1, 2], [20, 33])
+    out, lse = torch.empty_like(p["query"]), torch.empty(1, dtype=torch.bfloat16)
+    s = torch.npu.current_stream()
+
+    def call(kv):
+        ascend_ops.fused_infer_attention(*args, 0.25, True, actual_seq_lengths=[1, 2], actual_seq_lengths_kv=kv,
+                                         out=out, softmax_lse=lse, workspace=ws)
+
+    def body():
+        torch.npu.graph_task_group_begin(s)
+        call([20, 33])
+        return torch.npu.graph_task_group_end(s)
+
+    g, handle = _capture(body)
+    assert "npu_fused_infer_attention_score" in g.recorded_ops()
+
+    def expect(kv):
+        return reference.fused_infer_attention(*args[:5], torch.tensor(kv), 0.25, True)
+
+    torch.testing.assert_close(out, expect([20, 33]), atol=3e-2, rtol=3e-2)
+    torch.npu.graph_task_update_begin(s, handle)
+    call([9, 17])
+    torch.npu.graph_task_update_end(s)
+    out.zero_()
+    g.replay()
+    torch.testing.assert_close(out, expect([9, 17]), atol=3e-2, rtol=3e-2)

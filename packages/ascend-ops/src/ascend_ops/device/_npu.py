@@ -72,9 +72,8 @@ def simulated() -> bool:
 
 
 def current_device():
-    if simulated():
-        return torch.device("cpu")
-    return torch.device("npu", torch.npu.current_device())
+    index = torch.npu.current_device()
+    return torch.device("cpu") if simulated() else torch.device("npu", index)
 
 
 def graph_task_group_begin(stream) -> None:

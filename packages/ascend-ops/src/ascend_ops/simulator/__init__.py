@@ -18,7 +18,8 @@ import torch
 
 from ascend_ops.simulator.errors import SimulatedNpuError
 from ascend_ops.simulator.graph import tracking
-from ascend_ops.simulator.ledger import LEDGER, Ledger, call_sites, static_call_sites
+from ascend_ops.simulator import ledger  # callable: ledger() -> the process-wide Ledger
+from ascend_ops.simulator.ledger import Ledger, call_sites, static_call_sites
 
 DEFAULT_CAPACITY = 64 << 30
 _lock = threading.Lock()
@@ -136,11 +137,6 @@ def _visible_devices() -> int:
 def active() -> bool:
     """True once ``install()`` ran in this process."""
     return "module" in _installed
-
-
-def ledger() -> Ledger:
-    """The process-wide ``Ledger`` (launches, d2d_bytes, host_syncs, replays, ...)."""
-    return LEDGER
 
 
 def account_alloc(nbytes: int) -> None:

@@ -22,6 +22,7 @@ import ast
 import re
 import sys
 import threading
+import types
 from collections import Counter
 from pathlib import Path
 
@@ -104,8 +105,9 @@ def call_sites() -> dict[tuple[str, int], int]:
     return dict(LEDGER.calls)
 
 
-def _callee(node: ast.AST) -> str | None:
-    """Dotted text of a call target rooted at torch_npu / torch_npu() / torch.npu / _npu*."""
+def _callee(node: ast.AST, npu_modules: frozenset[str] = frozenset({"_npu"})) -> str | None:
+    """Dotted text of a call target rooted at torch_npu / torch_npu() / torch.npu / one of
+    ``npu_modules`` (names of our NPU modules)."""
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -114,9 +116,7 @@ def _callee(node: ast.AST) -> str | None:
         root = "torch_npu()"
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "torch_npu":
         root = "torch_npu()"  # _npu.torch_npu().x
-    elif isinstance(node, ast.Name) and node.id in ("torch_npu",) or (
-        isinstance(node, ast.Name) and re.fullmatch(r"_npu(_\w+)?", node.id)
-    ):
+    elif isinstance(node, ast.Name) and (node.id == "torch_npu" or node.id in npu_modules):
         root = node.id
     elif isinstance(node, ast.Name) and node.id == "torch" and parts and parts[-1] == "npu":
         parts.pop()
@@ -130,14 +130,19 @@ def _callee(node: ast.AST) -> str | None:
 
 def static_call_sites(root: str | Path) -> dict[tuple[str, int], str]:
     """Scan ``<root>/packages/*/src/**/*.py`` (the simulator excluded) for calls whose target is
-    ``torch_npu().X``, ``torch_npu.X``, ``torch.npu.X`` or ``_npu.X`` / ``_npu_<name>.X`` (our NPU
-    modules, ``ascend_ops/_npu*.py`` and ``ascend_ops/device/_npu.py``, imported under their
-    own names). Returns {(file relative to root, line of the call): dotted callee}.
+    ``torch_npu().X``, ``torch_npu.X``, ``torch.npu.X`` or ``<m>.X`` where ``<m>`` is the file
+    stem of one of our NPU modules (``ascend_ops/_npu*.py``, ``ascend_ops/device/_npu*.py``;
+    ``_npu`` always) used under its own name, e.g. ``_npu.rms_norm(...)`` in ``ops/norm.py``.
+    Returns {(file relative to root, line of the called attribute): dotted callee}.
 
-    The first three kinds are what ``call_sites()`` records at run time (same file and line);
-    ``_npu*.X`` calls enter our NPU branch and are listed for coverage only.
+    ``call_sites()`` records the same (file, line) at run time: the first three kinds through
+    the simulated torch_npu / torch.npu, the last through the wrappers ``install()`` puts on the
+    NPU modules' functions (calls a module makes to its own helpers are not sites).
     """
     root = Path(root)
+    stems = {"_npu"} | {p.stem for p in root.glob("packages/*/src/ascend_ops/_npu*.py")}
+    stems |= {p.stem for p in root.glob("packages/*/src/ascend_ops/device/_npu*.py")}
+    npu_modules = frozenset(stems)
     found: dict[tuple[str, int], str] = {}
     for path in sorted(root.glob("packages/*/src/**/*.py")):
         if "simulator" in path.relative_to(root).parts:
@@ -149,8 +154,19 @@ def static_call_sites(root: str | Path) -> dict[tuple[str, int], str]:
         rel = str(path.relative_to(root)).replace("\\", "/")
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):
-                callee = _callee(node.func)
+                callee = _callee(node.func, npu_modules)
                 if callee and callee != "torch_npu()":
                     line = node.func.end_lineno if isinstance(node.func, ast.Attribute) else node.lineno
                     found[(rel, line)] = callee
     return found
+
+
+class _CallableModule(types.ModuleType):
+    """``ascend_ops.simulator.ledger`` is both this module and the contract's ``ledger()``
+    accessor: calling the module returns the process-wide ``Ledger``."""
+
+    def __call__(self) -> Ledger:
+        return LEDGER
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -183,3 +183,24 @@ def test_piecewise_replay_runs_no_param_hook():
 def test_register_hook_rejects_non_callable():
     with pytest.raises(TypeError, match="callable"):
         params.register_param_update_hook(42)
+
+
+def test_replay_params_read_no_lengths_unless_asked():
+    """A hook that takes its host lengths from attn_metadata must not cost a device read:
+    the length views are computed on first access only."""
+    from types import SimpleNamespace
+
+    from vllm_ascend_graph.params import replay_params
+
+    class NoRead:
+        def tolist(self):
+            raise AssertionError("device tensor read back")
+
+    meta = SimpleNamespace(query_start_loc=NoRead(), seq_lens=NoRead(), num_actual_tokens=4)
+    ctx = SimpleNamespace(batch_descriptor="bd", attn_metadata={"layer": meta})
+    params = replay_params(ctx, "FULL")
+    assert params.batch_descriptor == "bd" and params.attn_metadata["layer"] is meta
+    meta.query_start_loc = SimpleNamespace(tolist=lambda: [0, 1, 2, 2])
+    meta.seq_lens = SimpleNamespace(tolist=lambda: [5, 7, 0])
+    assert params.query_start_loc == [0, 1, 2] and params.seq_lens == [5, 7]
+    assert params.num_actual_tokens == 2

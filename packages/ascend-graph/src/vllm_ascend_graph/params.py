@@ -4,15 +4,17 @@ A captured NPU graph bakes in host-side scalars of the attention operator
 (``npu_fused_infer_attention_score``'s ``actual_seq_lengths`` /
 ``actual_seq_lengths_kv`` are host int lists, not device tensors), so the values seen
 at capture time would be replayed forever. Before each replay the wrapper calls every
-registered hook with the step's *real* lengths, read from the forward context's
-attention metadata; on NPU the attention layer's hook rewrites the captured operator's
-parameters (torch_npu's ``graph_task_update_begin/end`` path), in emulation the hook
-only observes (execution is eager), and tests check it is called with the real values.
+registered hook with the step's forward context (its attention metadata holds the
+*real* lengths); on NPU the attention layer's hook re-issues the captured operator with
+them (torch_npu's ``graph_task_update_begin/end`` path), in emulation nothing was
+captured and execution is eager. The platform registers the attention layer's hook by
+qualified name (``vllm_ascend_platform.layers.connect_graph_param_updates``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -26,20 +28,47 @@ class ReplayParams:
     Attributes:
         batch_descriptor: vLLM ``BatchDescriptor`` of the (padded) captured batch.
         runtime_mode: ``CUDAGraphMode`` of the replaying wrapper (FULL or PIECEWISE).
-        seq_lens: per-request KV lengths of this step including its new tokens
-            (list of int, unpadded requests only); ``None`` when the step carries no
-            attention metadata.
-        query_start_loc: cumulative query lengths ``[num_reqs + 1]`` (list of int) or None.
-        num_actual_tokens: tokens before padding, or None.
         attn_metadata: the forward context's raw ``attn_metadata`` (dict layer -> metadata).
+
+    The convenience views below are computed on first access only, from the first layer's
+    metadata (reading ``query_start_loc`` / ``seq_lens`` back from the device when they live
+    there, so a hook that takes its host lengths from ``attn_metadata`` costs no sync):
+
+    * ``seq_lens``: per-request KV lengths including this step's tokens (list of int,
+      unpadded requests only), or None without attention metadata;
+    * ``query_start_loc``: cumulative query lengths ``[num_reqs + 1]`` (list of int) or None;
+    * ``num_actual_tokens``: tokens before padding, or None.
     """
 
     batch_descriptor: Any
     runtime_mode: Any
-    seq_lens: list[int] | None
-    query_start_loc: list[int] | None
-    num_actual_tokens: int | None
     attn_metadata: Any
+
+    @functools.cached_property
+    def _lengths(self) -> tuple[list[int] | None, list[int] | None, int | None]:
+        meta = _first_metadata(self.attn_metadata)
+        num_actual = getattr(meta, "num_actual_tokens", None)
+        qsl = _as_list(getattr(meta, "query_start_loc", None))
+        seq_lens = _as_list(getattr(meta, "seq_lens", None))
+        if qsl:
+            num_reqs = _real_request_count(qsl)
+            qsl = qsl[: num_reqs + 1]
+            num_actual = qsl[-1]
+            if seq_lens is not None:
+                seq_lens = seq_lens[:num_reqs]
+        return seq_lens, qsl, None if num_actual is None else int(num_actual)
+
+    @property
+    def seq_lens(self) -> list[int] | None:
+        return self._lengths[0]
+
+    @property
+    def query_start_loc(self) -> list[int] | None:
+        return self._lengths[1]
+
+    @property
+    def num_actual_tokens(self) -> int | None:
+        return self._lengths[2]
 
 
 ParamUpdateHook = Callable[[ReplayParams], None]
@@ -99,28 +128,15 @@ def _real_request_count(qsl: list[int]) -> int:
 def replay_params(forward_context: Any, runtime_mode: Any) -> ReplayParams:
     """Build :class:`ReplayParams` from vLLM's ``ForwardContext`` for this step.
 
-    Padded request slots are cut (see :func:`_real_request_count`); ``num_actual_tokens``
-    is then the real token count ``query_start_loc[-1]`` (the metadata's own
-    ``num_actual_tokens`` is the padded count in FULL mode).
+    Padded request slots are cut from the lazy length views (see
+    :func:`_real_request_count`); ``num_actual_tokens`` is then the real token count
+    ``query_start_loc[-1]`` (the metadata's own ``num_actual_tokens`` is the padded count
+    in FULL mode).
     """
-    attn = getattr(forward_context, "attn_metadata", None)
-    meta = _first_metadata(attn)
-    num_actual = getattr(meta, "num_actual_tokens", None)
-    qsl = _as_list(getattr(meta, "query_start_loc", None))
-    seq_lens = _as_list(getattr(meta, "seq_lens", None))
-    if qsl:
-        num_reqs = _real_request_count(qsl)
-        qsl = qsl[: num_reqs + 1]
-        num_actual = qsl[-1]
-        if seq_lens is not None:
-            seq_lens = seq_lens[:num_reqs]
     return ReplayParams(
         batch_descriptor=getattr(forward_context, "batch_descriptor", None),
         runtime_mode=runtime_mode,
-        seq_lens=seq_lens,
-        query_start_loc=qsl,
-        num_actual_tokens=None if num_actual is None else int(num_actual),
-        attn_metadata=attn,
+        attn_metadata=getattr(forward_context, "attn_metadata", None),
     )
 
 

@@ -167,6 +167,8 @@ def _looks_like_vllm_032(target: Any) -> bool:
 
     from vllm.v1.executor.multiproc_executor import WorkerProc
 
+    if target is bounded_wait_for_ready:  # already applied in this process
+        return True
     params = list(inspect.signature(target).parameters)
     return params == ["unready_proc_handles"] and hasattr(
         WorkerProc, "wait_for_response_handle_ready")

@@ -200,7 +200,7 @@ def test_replay_params_read_no_lengths_unless_asked():
     ctx = SimpleNamespace(batch_descriptor="bd", attn_metadata={"layer": meta})
     params = replay_params(ctx, "FULL")
     assert params.batch_descriptor == "bd" and params.attn_metadata["layer"] is meta
-    meta.query_start_loc = SimpleNamespace(tolist=lambda: [0, 1, 2, 2])
-    meta.seq_lens = SimpleNamespace(tolist=lambda: [5, 7, 0])
+    meta.query_start_loc = torch.tensor([0, 1, 2, 2])
+    meta.seq_lens = torch.tensor([5, 7, 0])
     assert params.query_start_loc == [0, 1, 2] and params.seq_lens == [5, 7]
     assert params.num_actual_tokens == 2

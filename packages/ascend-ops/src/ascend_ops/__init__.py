@@ -17,6 +17,7 @@ from ascend_ops._dispatch import (
 from ascend_ops.ops.activation import silu_and_mul, swiglu
 from ascend_ops.ops.attention import fused_infer_attention, fused_infer_attention_workspace
 from ascend_ops.ops.kv_cache import reshape_and_cache
+from ascend_ops.ops.lora import lora_expand, lora_linear, lora_shrink, sgmv_expand, sgmv_shrink
 from ascend_ops.ops.mla import mla_decode, mla_gather_context, mla_prefill
 from ascend_ops.ops.moe import (
     grouped_matmul,
@@ -45,8 +46,12 @@ OPS = (
 #: the MLA ops (ascend_ops.ops.mla), listed apart from OPS
 MLA_OPS = ("mla_decode", "mla_prefill", "mla_gather_context")
 
+#: the LoRA (Punica) ops (ascend_ops.ops.lora), listed apart from OPS
+LORA_OPS = ("lora_shrink", "lora_expand", "lora_linear", "sgmv_shrink", "sgmv_expand")
+
 __all__ = [
     "BACKENDS",
+    "LORA_OPS",
     "MLA_OPS",
     "OPS",
     "add_rms_norm",
@@ -56,6 +61,9 @@ __all__ = [
     "fused_infer_attention",
     "fused_infer_attention_workspace",
     "grouped_matmul",
+    "lora_expand",
+    "lora_linear",
+    "lora_shrink",
     "mla_decode",
     "mla_gather_context",
     "mla_prefill",
@@ -68,6 +76,8 @@ __all__ = [
     "reshape_and_cache",
     "rms_norm",
     "rotary_embedding",
+    "sgmv_expand",
+    "sgmv_shrink",
     "silu_and_mul",
     "swiglu",
     "use_backend",

@@ -31,7 +31,8 @@ def install(capacity_bytes: int | None = None, device_count: int | None = None):
 
     ``capacity_bytes`` (default 64 GiB) is the simulated device memory; ``device_count``
     (default 1, or the number of ids in ``ASCEND_RT_VISIBLE_DEVICES``) the visible NPUs. A later
-    call with explicit values reconfigures them; without arguments it only returns the module.
+    call with explicit values changes them (memory counters and the current device are kept);
+    without arguments it only returns the module.
     Raises ``SimulatedNpuError`` if a real torch_npu is imported, or the wheel is missing.
     """
     from ascend_ops.simulator import runtime
@@ -40,7 +41,7 @@ def install(capacity_bytes: int | None = None, device_count: int | None = None):
         if "module" in _installed:
             if capacity_bytes is not None or device_count is not None:
                 runtime.configure(capacity_bytes or runtime.MEMORY.capacity,
-                                  device_count or runtime.device_count())
+                                  device_count or runtime._State.device_count, fresh=False)
             return _installed["module"]
         existing = sys.modules.get("torch_npu")
         if existing is not None and not getattr(existing, "__simulated__", False):

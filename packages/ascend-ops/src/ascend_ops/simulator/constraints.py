@@ -253,6 +253,38 @@ def grouped_matmul(a: dict, op="npu_grouped_matmul") -> None:
         _need(w.dtype == a["x"][0].dtype, op, "weight must have x's dtype")
 
 
+def batch_gather_matmul(a: dict, op="npu_batch_gather_matmul") -> None:
+    # [PLUGIN] npu_batch_gather_matmul 参数说明: self/x/weight_a/weight_b float16; self [batch,
+    # y_column]; x [batch, H1], H1 % 16 == 0; weight_b [W, L, H2, R] (H2 % 16 == 0, H2 within
+    # y_column; [W, L, H2, H1] without weight_a); weight_a [W, L, R, H1] with R % 16 == 0 in
+    # [16, 128]; indices int32 [batch]; layer_idx < L; y_offset < y_column; no empty tensors.
+    y, x, wb, wa, idx = a["self"], a["x"], a["weight_b"], a["weight_a"], a["indices"]
+    for name in ("self", "x", "weight_b") + (("weight_a",) if wa is not None else ()):
+        _dtype(a[name], (torch.float16,), op, name)
+    _dtype(idx, (torch.int32,), op, "indices")
+    _need(y.dim() == 2 and x.dim() == 2 and wb.dim() == 4 and idx.dim() == 1, op,
+          "self and x must be 2-D, weight_b 4-D [W, L, H2, R], indices 1-D")
+    _need(x.numel() > 0 and y.numel() > 0, op, "empty tensors are not supported")
+    _need(y.shape[0] == x.shape[0] == idx.shape[0], op, "self, x and indices must share dim 0 (batch)")
+    _need(x.shape[1] % 16 == 0, op, "x.shape[1] (H1) must be a multiple of 16")
+    w, layers, h2, k = wb.shape
+    _need(h2 % 16 == 0, op, "weight_b.shape[2] (H2) must be a multiple of 16")
+    if wa is None:
+        _need(k == x.shape[1], op, "without weight_a, weight_b must be [W, L, H2, H1]")
+    else:
+        _need(wa.dim() == 4 and tuple(wa.shape[:2]) == (w, layers), op,
+              "weight_a must be 4-D [W, L, R, H1] with weight_b's W and L")
+        r = wa.shape[2]
+        _need(r == k, op, "weight_a.shape[2] and weight_b.shape[3] (R) must be equal")
+        _need(r % 16 == 0 and 16 <= r <= 128, op, "R must be a multiple of 16 in [16, 128]")
+        _need(wa.shape[3] == x.shape[1], op, "weight_a.shape[3] must equal x.shape[1] (H1)")
+    _need(0 <= a["layer_idx"] < layers, op, "layer_idx must be < weight_b.shape[1] (L)")
+    size = y.shape[1] if a["y_slice_size"] == -1 else a["y_slice_size"]
+    _need(0 <= a["y_offset"] < y.shape[1], op, "y_offset must be < self.shape[1] (y_column)")
+    _need(a["y_offset"] + size <= y.shape[1] and size <= h2, op,
+          "y_offset + y_slice_size must stay within self's columns and y_slice_size <= H2")
+
+
 RULES = {
     "npu_rms_norm": rms_norm,
     "npu_add_rms_norm": add_rms_norm,
@@ -265,6 +297,8 @@ RULES = {
     "npu_moe_init_routing": moe_init_routing,
     "npu_moe_finalize_routing": moe_finalize_routing,
     "npu_grouped_matmul": grouped_matmul,
+    "npu_batch_gather_matmul": batch_gather_matmul,
+    "npu_batch_gather_matmul_": batch_gather_matmul,
 }
 
 

@@ -326,9 +326,17 @@ def build_namespace() -> types.ModuleType:
     return ns
 
 
-def configure(capacity_bytes: int, devices: int) -> None:
+def configure(capacity_bytes: int, devices: int, fresh: bool = True) -> None:
+    """Set capacity and device count; ``fresh`` also zeroes the memory counters and selects
+    device 0 (first install), otherwise both are kept (a later ``install(...)`` call)."""
     if int(devices) < 1:
         raise ValueError(f"device_count must be >= 1, got {devices}")
-    MEMORY.configure(capacity_bytes)
+    if fresh:
+        MEMORY.configure(capacity_bytes)
+        _State.device = 0
+    else:
+        if int(capacity_bytes) <= 0:
+            raise ValueError(f"capacity_bytes must be positive, got {capacity_bytes}")
+        MEMORY.capacity = int(capacity_bytes)
+        _State.device = min(_State.device, int(devices) - 1)
     _State.device_count = int(devices)
-    _State.device = 0

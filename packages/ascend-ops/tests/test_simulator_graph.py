@@ -228,3 +228,22 @@ def test_public_attention_out_path_captured_and_updated(simulated_npu):
     out.zero_()
     g.replay()
     torch.testing.assert_close(out, expect([9, 17]), atol=3e-2, rtol=3e-2)
+
+
+def test_higher_order_ops_are_descended_into(simulated_npu):
+    """auto_functionalized (what functionalized compiled graphs call mutating custom ops with)
+    runs its composite rule under the capture, so the ops inside are recorded and replayed."""
+    from torch._higher_order_ops.auto_functionalize import auto_functionalized
+
+    lib = torch.library.Library("simhoptest", "FRAGMENT")
+    lib.define("add_into(Tensor x, Tensor(a!) acc) -> ()")
+    def add_into(x, acc):
+        acc.add_(x)
+
+    lib.impl("add_into", add_into, "CPU")
+    x, acc = torch.ones(3), torch.zeros(3)
+    g, (_, new_acc) = _capture(lambda: auto_functionalized(torch.ops.simhoptest.add_into.default, x=x, acc=acc))
+    assert "aten::add_" in g.recorded_ops()
+    x.fill_(5.0)
+    g.replay()
+    assert new_acc.tolist() == [5.0, 5.0, 5.0] and acc.tolist() == [0.0, 0.0, 0.0]

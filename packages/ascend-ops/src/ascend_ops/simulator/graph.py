@@ -69,6 +69,19 @@ def _sync_name(func, args, kwargs) -> str | None:
     return name
 
 
+def _descend(mode, func, args, kwargs):
+    """Run ``func``'s CPU kernel (a higher-order op's composite rule) with ``mode`` re-entered,
+    so the ops inside reach the mode."""
+    with mode:
+        if isinstance(func, torch._ops.HigherOrderOperator):
+            return func.dispatch(DispatchKey.CompositeExplicitAutograd, *args, **kwargs)
+        return func.redispatch(_CPU, *args, **kwargs)
+
+
+def _descends(func) -> bool:
+    return isinstance(func, torch._ops.HigherOrderOperator) or func.namespace not in _RECORDED_NS
+
+
 def host_sync(what: str) -> None:
     """A host-device sync: SimulatedNpuError inside a capture, else counted in the ledger."""
     if _capturing is not None:
@@ -163,7 +176,10 @@ class TaskGroup:
 
 
 class CaptureMode(TorchDispatchMode):
-    """Records (and executes) every device op; descends into other namespaces."""
+    """Records (and executes) every device op; descends into other namespaces and into
+    higher-order ops (e.g. ``auto_functionalized`` in compiled graphs)."""
+
+    supports_higher_order_operators = True
 
     def __init__(self, graph: NPUGraph):
         super().__init__()
@@ -171,9 +187,8 @@ class CaptureMode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func.namespace not in _RECORDED_NS:
-            with self:
-                return func.redispatch(_CPU, *args, **kwargs)
+        if _descends(func):
+            return _descend(self, func, args, kwargs)
         what = _sync_name(func, args, kwargs)
         if what is not None:
             file, line = _caller(2)
@@ -188,12 +203,16 @@ class CaptureMode(TorchDispatchMode):
 class UpdateMode(TorchDispatchMode):
     """Between graph_task_update_begin/end: npu/atb calls are recorded, not executed."""
 
+    supports_higher_order_operators = True
+
     def __init__(self, group: TaskGroup):
         super().__init__()
         self.group, self.ops = group, []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if _descends(func):
+            return _descend(self, func, args, kwargs)
         if func.namespace in ("npu", "atb"):
             op = RecordedOp(func, args, kwargs, None)
             if op.outs is not None:
@@ -203,9 +222,6 @@ class UpdateMode(TorchDispatchMode):
             self.ops.append(op)
             written = op.writes()
             return tuple(written) if len(written) != 1 else written[0]
-        if func.namespace not in _RECORDED_NS:
-            with self:
-                return func.redispatch(_CPU, *args, **kwargs)
         return func(*args, **kwargs)
 
 
@@ -400,11 +416,11 @@ def tracking():
 
 
 class _TrackingMode(TorchDispatchMode):
+    supports_higher_order_operators = True
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func.namespace not in _RECORDED_NS:
-            with self:
-                return func.redispatch(_CPU, *args, **kwargs)
+        if _descends(func):
+            return _descend(self, func, args, kwargs)
         what = _sync_name(func, args, kwargs)
         if what is not None:
             LEDGER.host_sync(what, depth=2)

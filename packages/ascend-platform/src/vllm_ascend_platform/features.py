@@ -45,11 +45,6 @@ REFUSALS: tuple[Refusal, ...] = (
         "remove enable_weight_nz from additional_config (or set it to false)",
     ),
     Refusal(
-        "LoRA adapters",
-        lambda c, a: getattr(c, "lora_config", None) is not None,
-        "drop --enable-lora / enable_lora",
-    ),
-    Refusal(
         "speculative decoding",
         lambda c, a: getattr(c, "speculative_config", None) is not None,
         "drop --speculative-config / speculative_config",

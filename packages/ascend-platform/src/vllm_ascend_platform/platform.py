@@ -268,7 +268,7 @@ class NPUPlatform(Platform):
 
     @classmethod
     def get_punica_wrapper(cls) -> str:
-        raise NotImplementedError("LoRA is not supported on Ascend yet.")
+        return "vllm_ascend_models.lora.punica.PunicaWrapperNPU"  # models layer (docs/lora.md)
 
     @classmethod
     def support_static_graph_mode(cls) -> bool:

@@ -1,0 +1,4 @@
+"""LoRA serving on Ascend: the punica wrapper vLLM's LoRA layers call (``punica.PunicaWrapperNPU``),
+named by ``NPUPlatform.get_punica_wrapper``."""
+
+PUNICA_WRAPPER = "vllm_ascend_models.lora.punica.PunicaWrapperNPU"

@@ -26,6 +26,7 @@ from ascend_ops.ops.moe import (
     moe_init_routing,
 )
 from ascend_ops.ops.norm import add_rms_norm, rms_norm
+from ascend_ops.ops.quant import dynamic_quant, quant_matmul, quantize
 from ascend_ops.ops.rotary import rotary_embedding
 
 __version__ = "0.1.0"
@@ -49,14 +50,19 @@ MLA_OPS = ("mla_decode", "mla_prefill", "mla_gather_context")
 #: the LoRA (Punica) ops (ascend_ops.ops.lora), listed apart from OPS
 LORA_OPS = ("lora_shrink", "lora_expand", "lora_linear", "sgmv_shrink", "sgmv_expand")
 
+#: the int8 quantization ops (ascend_ops.ops.quant), listed apart from OPS
+QUANT_OPS = ("quantize", "dynamic_quant", "quant_matmul")
+
 __all__ = [
     "BACKENDS",
     "LORA_OPS",
     "MLA_OPS",
+    "QUANT_OPS",
     "OPS",
     "add_rms_norm",
     "call_counts",
     "device",
+    "dynamic_quant",
     "forced_backend",
     "fused_infer_attention",
     "fused_infer_attention_workspace",
@@ -71,6 +77,8 @@ __all__ = [
     "moe_gating_top_k",
     "moe_init_routing",
     "native_available",
+    "quant_matmul",
+    "quantize",
     "reference",
     "reset_call_counts",
     "reshape_and_cache",

@@ -307,3 +307,9 @@ def check(op: str, args: dict) -> None:
     rule = RULES.get(op)
     if rule is not None:
         rule(args)
+
+
+# the int8 operators' rules live in their own module (it imports the helpers above)
+from ascend_ops.simulator.constraints_quant import QUANT_RULES  # noqa: E402
+
+RULES.update(QUANT_RULES)

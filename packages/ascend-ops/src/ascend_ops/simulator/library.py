@@ -27,10 +27,11 @@ from ascend_ops.simulator.kernels import KERNELS
 from ascend_ops.simulator.kernels_attention import ATTENTION_KERNELS
 from ascend_ops.simulator.kernels_lora import LORA_KERNELS
 from ascend_ops.simulator.kernels_moe import MOE_KERNELS
+from ascend_ops.simulator.kernels_quant import QUANT_KERNELS
 from ascend_ops.simulator.ledger import LEDGER, record_call
 from ascend_ops.simulator.schemas import TORCH_NPU_VERSION, Schemas
 
-ALL_KERNELS = {**KERNELS, **ATTENTION_KERNELS, **MOE_KERNELS, **LORA_KERNELS}
+ALL_KERNELS = {**KERNELS, **ATTENTION_KERNELS, **MOE_KERNELS, **LORA_KERNELS, **QUANT_KERNELS}
 _libs: dict[str, torch.library.Library] = {}
 _defined: set[str] = set()
 _lock = threading.Lock()

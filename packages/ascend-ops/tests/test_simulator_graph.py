@@ -129,12 +129,17 @@ def test_task_group_update_must_write_the_captured_outputs(simulated_npu):
         m.npu_fused_infer_attention_score(p["query"], kc, vc, actual_seq_lengths_kv=[5, 7], **kw)
     m.npu_fused_infer_attention_score.out(p["query"], kc, vc, actual_seq_lengths_kv=[5, 7],
                                           out=[torch.empty_like(out), lse], **kw)
+    with pytest.raises(SimulatedNpuError, match="a graph task update is open"):
+        g.replay()
     with pytest.raises(SimulatedNpuError, match="did not write at capture"):
         torch.npu.graph_task_update_end(s)
     with pytest.raises(SimulatedNpuError, match="no update open"):
         torch.npu.graph_task_update_end(s)
     with pytest.raises(SimulatedNpuError, match="only valid inside an NPU graph capture"):
         torch.npu.graph_task_group_begin(s)
+    g.reset()
+    with pytest.raises(SimulatedNpuError, match="stale handle"):
+        torch.npu.graph_task_update_begin(s, handle)
 
 
 SYNCS = [

@@ -300,6 +300,8 @@ class NPUGraph:
         """Re-run the captured ops (with task-group replacements) on the current tensor contents."""
         if _capturing is not None:
             raise SimulatedNpuError("replay: cannot replay an NPU graph while a capture is underway")
+        if getattr(_update, "mode", None) is not None:
+            raise SimulatedNpuError("replay: a graph task update is open (call graph_task_update_end first)")
         for run in self._plan:
             run()
         LEDGER.replays += 1
@@ -360,6 +362,8 @@ def graph_task_update_begin(stream, handle) -> None:
         raise SimulatedNpuError("graph_task_update_begin: not allowed during a capture")
     if getattr(_update, "mode", None) is not None:
         raise SimulatedNpuError("graph_task_update_begin: an update is already open")
+    if handle not in handle.graph._groups:
+        raise SimulatedNpuError("graph_task_update_begin: stale handle (its graph was reset or re-captured)")
     _update.mode = UpdateMode(handle)
     _update.mode.__enter__()
 

@@ -146,9 +146,8 @@ def test_ledger_snapshot_and_reset(simulated_npu):
 
 @pytest.mark.skipif(not IN_REPO, reason="call sites are repo-relative paths (monorepo checkout only)")
 def test_runtime_call_sites_match_the_static_scan(simulated_npu):
-    from test_simulator_ops import run_dense_ops
-
     from moe_samples import run_moe_ops
+    from test_simulator_ops import run_dense_ops
 
     run_dense_ops(torch.bfloat16)
     run_moe_ops(torch.bfloat16)

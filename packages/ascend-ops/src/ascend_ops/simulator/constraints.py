@@ -156,7 +156,7 @@ def fused_infer_attention(a: dict, op="npu_fused_infer_attention_score") -> None
         # [PLUGIN] actual_seq_lengths: 当query的input_layout为TND时, 该入参必须传入; 后一个元素的值
         # 必须大于等于前一个元素的值, 且不能出现负值.
         _need(lens is not None and len(lens) > 0, op, "input_layout='TND' needs actual_seq_lengths")
-        _need(all(x >= 0 for x in lens) and all(b >= a_ for a_, b in zip(lens, lens[1:])), op,
+        _need(all(x >= 0 for x in lens) and all(b >= a_ for a_, b in zip(lens, lens[1:], strict=False)), op,
               "actual_seq_lengths must be non-negative and non-decreasing (cumulative query ends)")
         _need(lens[-1] == q.shape[0], op, f"actual_seq_lengths[-1] ({lens[-1]}) must equal T ({q.shape[0]})")
     qr, kr = a["query_rope"], a["key_rope"]

@@ -156,7 +156,7 @@ class RecordedOp:
 
         def run_and_refresh():
             res = func(*args, **kwargs)
-            for dst, src in zip(outs, _flat_tensors(res)):
+            for dst, src in zip(outs, _flat_tensors(res), strict=True):
                 dst.copy_(src)
             if is_aten:
                 LEDGER.launch(name)

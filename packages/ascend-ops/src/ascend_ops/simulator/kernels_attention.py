@@ -46,7 +46,7 @@ def _query_segments(q: torch.Tensor, layout: str, n: int, lens) -> list[torch.Te
     if layout == "TND":
         ends = [int(x) for x in lens]
         starts = [0, *ends[:-1]]
-        return [q[s:e] for s, e in zip(starts, ends)]
+        return [q[s:e] for s, e in zip(starts, ends, strict=True)]
     if layout == "BSND":
         rows = q
     elif layout in ("BNSD", "BNSD_BSND"):
@@ -126,7 +126,7 @@ def _assemble(query, layout, n, outs, lses, dv, want_lse):
         s = query.shape[2] if layout in ("BNSD", "BNSD_BSND") else query.shape[1]
         full = torch.zeros(b, s, n, dv)
         lse = torch.zeros(b, n, s, 1)
-        for i, (o, ls) in enumerate(zip(outs, lses)):
+        for i, (o, ls) in enumerate(zip(outs, lses, strict=True)):
             full[i, : o.shape[0]] = o
             lse[i, :, : o.shape[0], 0] = ls
         if layout == "BNSD":

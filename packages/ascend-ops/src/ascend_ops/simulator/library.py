@@ -120,7 +120,7 @@ class Overload:
             outs = [outs] if isinstance(outs, torch.Tensor) else list(outs)
             if len(outs) != len(self._outs):
                 raise TypeError(f"{self.__name__}: out= needs {len(self._outs)} tensors ({self._outs})")
-            kwargs.update(zip(self._outs, outs))
+            kwargs.update(zip(self._outs, outs, strict=True))
         return self._op(*args, **kwargs)
 
     @property

@@ -124,6 +124,11 @@ class Stream:
     def synchronize(self) -> None:
         graph.host_sync("Stream.synchronize()")
 
+    @property
+    def npu_stream(self) -> int:
+        """Opaque handle (real streams expose the aclrtStream pointer here)."""
+        return id(self)
+
     def __repr__(self):
         return f"<simulated torch.npu.Stream device={self.device_index} priority={self.priority} id={id(self):#x}>"
 
@@ -256,6 +261,15 @@ def seed() -> None:
     torch.seed()
 
 
+def get_rng_state(device=None) -> torch.Tensor:
+    """The device generator is the CPU generator (tensors live on the CPU)."""
+    return torch.get_rng_state()
+
+
+def set_rng_state(new_state: torch.Tensor, device=None) -> None:
+    torch.set_rng_state(new_state)
+
+
 # ---- memory (torch_npu/npu/memory.py) ----
 
 
@@ -302,9 +316,15 @@ def host_empty_cache() -> None:
     return None
 
 
+def memory_summary(device=None, abbreviated: bool = False) -> str:
+    return (f"simulated NPU memory: {MEMORY.allocated} B allocated (peak {MEMORY.peak} B), "
+            f"{MEMORY.reserved} B reserved of {MEMORY.capacity} B")
+
+
 _FUNCTIONS = (
     is_available, is_simulated, is_initialized, init, device_count, set_device, current_device,
     get_device_name, get_device_properties, synchronize, manual_seed, manual_seed_all, seed,
+    get_rng_state, set_rng_state, memory_summary,
     mem_get_info, memory_allocated, max_memory_allocated, memory_reserved, max_memory_reserved,
     empty_cache, reset_peak_memory_stats, memory_stats, host_empty_cache, current_stream,
     default_stream, set_stream, stream,

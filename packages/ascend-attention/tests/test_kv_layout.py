@@ -80,6 +80,10 @@ def test_mla_widths_split_nope_and_rope():
     kv_layout.zero_blocks(views[0], torch.tensor([2]), (16, 8))
     assert (nope[2] == 0).all() and (rope[2] == 0).all()
     assert (nope[:2] == 3).all() and (rope[:2] == 5).all()
+    # vLLM's MLA layer hands the backend the 3-D [num_blocks, block_size, C] form: same split
+    nope3, rope3 = kv_layout.split_cache(views[0][:, 0], (16, 8))
+    assert nope3.data_ptr() == nope.data_ptr() and rope3.data_ptr() == rope.data_ptr()
+    assert nope3.shape == nope.shape and rope3.shape == rope.shape
 
 
 def test_a_layout_that_is_not_one_slab_is_refused():

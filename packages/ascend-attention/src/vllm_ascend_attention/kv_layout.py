@@ -31,7 +31,8 @@ def split_cache(kv_cache: torch.Tensor, widths: Sequence[int]) -> tuple[torch.Te
 
     Args:
         kv_cache: vLLM's logical ``[num_blocks, num_kv_heads, block_size, sum(widths)]``
-            view of an LBNHC allocation (physical ``[num_blocks, block_size, H, C]``).
+            view of an LBNHC allocation (physical ``[num_blocks, block_size, H, C]``), or the
+            3-D ``[num_blocks, block_size, C]`` view vLLM's MLA layer passes (one head).
         widths: channel count of each part, e.g. ``(head_size, head_size_v)`` or
             ``(kv_lora_rank, qk_rope_head_dim)``.
 
@@ -44,10 +45,12 @@ def split_cache(kv_cache: torch.Tensor, widths: Sequence[int]) -> tuple[torch.Te
             its physical pages are not one dense token-major slab (a layout other than
             LBNHC, or padded pages); the message names the layout to use.
     """
+    if kv_cache.dim() == 3:  # MLA layers see [num_blocks, block_size, C] (one KV head)
+        kv_cache = kv_cache.unsqueeze(1)
     if kv_cache.dim() != 4:
         raise ValueError(
-            f"kv_cache must be vLLM's 4-D [num_blocks, num_kv_heads, block_size, C] view, "
-            f"got shape {tuple(kv_cache.shape)}"
+            f"kv_cache must be vLLM's 4-D [num_blocks, num_kv_heads, block_size, C] view (or "
+            f"3-D [num_blocks, block_size, C] for MLA), got shape {tuple(kv_cache.shape)}"
         )
     num_blocks, heads, block_size, channels = kv_cache.shape
     if channels != sum(widths):

@@ -252,3 +252,21 @@ def test_higher_order_ops_are_descended_into(simulated_npu):
     x.fill_(5.0)
     g.replay()
     assert new_acc.tolist() == [5.0, 5.0, 5.0] and acc.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_collectives_are_recorded_and_reissued_on_replay(simulated_npu, tmp_path):
+    """c10d collectives (gloo here, one rank) are device ops of the graph: replay re-issues them
+    and waits for them, as every rank replaying its graph does."""
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        t = torch.ones(4)
+        g, out = _capture(lambda: (dist.all_reduce(t), t * 3)[1])
+        assert g.recorded_ops() == ["c10d::allreduce_", "aten::mul"]
+        t.fill_(2.0)
+        g.replay()
+        assert out.tolist() == [6.0] * 4
+        assert simulator.ledger().launches["c10d::allreduce_"] == 2
+    finally:
+        dist.destroy_process_group()

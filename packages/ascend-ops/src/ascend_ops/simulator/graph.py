@@ -3,7 +3,7 @@
 Model (``docs/simulated-npu.md``; API of ``torch_npu/npu/graphs.py``):
 
 * ``NPUGraph.capture_begin`` pushes ``CaptureMode`` (a TorchDispatchMode). Each aten / ``npu::`` /
-  ``atb::`` op is executed and recorded with its arguments: tensors by identity, host values
+  ``atb::`` / collective (``c10d::``, ``_c10d_functional::``) op is executed and recorded with its arguments: tensors by identity, host values
   (ints, floats, lists such as ``actual_seq_lengths``) copied, so they stay as captured. Ops of
   other namespaces (``ascend::``, vLLM's custom ops) are descended into: their CPU kernel runs
   with the mode re-entered, so the ops inside are what gets recorded.
@@ -35,7 +35,9 @@ from ascend_ops.simulator.ledger import LEDGER, _caller
 
 aten = torch.ops.aten
 _CPU = DispatchKeySet(DispatchKey.CPU)
-_RECORDED_NS = frozenset({"aten", "prims", "npu", "atb"})
+# device ops recorded as such; collectives too (c10d in-place ones and functional ones): a replay
+# re-issues them, so every rank replaying its graph runs them again in the captured order
+_RECORDED_NS = frozenset({"aten", "prims", "npu", "atb", "c10d", "_c10d_functional"})
 _NO_RERUN = frozenset({aten.empty.memory_format, aten.empty_strided.default, aten.empty_like.default,
                        aten.new_empty.default, aten.new_empty_strided.default, aten.detach.default,
                        aten.lift_fresh.default})
@@ -115,7 +117,7 @@ def _name(func) -> str:
 
 
 def _count(func, args, out) -> None:
-    if func.namespace in ("aten", "prims"):
+    if func.namespace not in ("npu", "atb"):  # those count themselves in their kernel
         LEDGER.launch(_name(func))
         if func in _COPIES:
             t = out if isinstance(out, torch.Tensor) else args[0]
@@ -147,6 +149,8 @@ class RecordedOp:
     def closure(self):
         func, args, kwargs, outs, name = self.func, self.args, self.kwargs, self.outs, self.name
         is_aten = func.namespace in ("aten", "prims")
+        if func.namespace in ("c10d", "_c10d_functional"):
+            return _collective_closure(func, args, kwargs, outs, name)
         if outs is None:
             def run():
                 func(*args, **kwargs)
@@ -161,6 +165,29 @@ class RecordedOp:
             if is_aten:
                 LEDGER.launch(name)
         return run_and_refresh
+
+
+def _collective_closure(func, args, kwargs, outs, name):
+    """Replay of a collective: re-issue it, wait for it (``Work.wait()`` for c10d ops,
+    ``wait_tensor`` for functional ones: what the Python wrappers did at capture), then refresh
+    the captured outputs."""
+    functional = func.namespace == "_c10d_functional" and func is not torch.ops._c10d_functional.wait_tensor.default
+
+    def run():
+        res = func(*args, **kwargs)
+        items = res if isinstance(res, (list, tuple)) else [res]
+        for item in items:
+            if isinstance(item, torch._C.ScriptObject) and hasattr(item, "wait"):
+                item.wait()
+        tensors = _flat_tensors(res)
+        if functional:
+            tensors = [torch.ops._c10d_functional.wait_tensor(t) for t in tensors]
+        for dst, src in zip(outs or (), tensors, strict=False):
+            if dst is not src:
+                dst.copy_(src)
+        LEDGER.launch(name)
+
+    return run
 
 
 class TaskGroup:

@@ -120,6 +120,7 @@ class NPUModelRunner(GPUModelRunner):
         what = "simulated NPU" if self.simulated else "CPU emulation"
         logger.info("Loading model %s (%s).", self.model_config.model, what)
         self.model = get_model(vllm_config=self.vllm_config)
+        self.model = self.load_lora_model(self.model, self.vllm_config, self.device) if self.lora_config else self.model
         self.model_memory_usage = _module_bytes(self.model)
         if self.simulated:
             from vllm_ascend_platform.simulated import account_alloc

@@ -169,6 +169,19 @@ def test_runtime_call_sites_match_the_static_scan(simulated_npu):
     assert not any("simulator" in f for f, _ in ran)
 
 
+@pytest.mark.skipif(not IN_REPO, reason="call sites are repo paths: needs ascend_ops imported from the repo")
+def test_constructing_runtime_objects_is_a_call_site(simulated_npu):
+    from ascend_ops.device import _npu as device_npu
+
+    line = device_npu.__getattr__.__code__.co_firstlineno  # any line of ours: call from there
+    code = compile("\n" * (line - 1) + "torch.npu.Stream(); torch.npu.NPUGraph(); torch.npu.ExternalEvent()",
+                   device_npu.__file__, "exec")
+    simulator.ledger().reset()
+    exec(code, {"torch": torch})
+    rel = "packages/ascend-ops/src/ascend_ops/device/_npu.py"
+    assert simulator.call_sites() == {(rel, line): 3}
+
+
 def test_static_scan_rule(tmp_path):
     src = tmp_path / "packages" / "demo" / "src" / "demo"
     src.mkdir(parents=True)

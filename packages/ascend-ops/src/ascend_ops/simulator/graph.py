@@ -31,7 +31,7 @@ from torch._C import DispatchKey, DispatchKeySet
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ascend_ops.simulator.errors import SimulatedNpuError
-from ascend_ops.simulator.ledger import LEDGER, _caller
+from ascend_ops.simulator.ledger import LEDGER, _caller, record_call
 
 aten = torch.ops.aten
 _CPU = DispatchKeySet(DispatchKey.CPU)
@@ -282,6 +282,7 @@ class NPUGraph:
     """``torch.npu.NPUGraph`` of the simulator (see module docstring)."""
 
     def __init__(self):
+        record_call(2)  # constructing torch.npu.NPUGraph() is a call site too
         self._ops: list[RecordedOp] = []
         self._groups: list[TaskGroup] = []
         self._plan: list = []
@@ -417,6 +418,7 @@ class graph:
 
     def __init__(self, npu_graph: NPUGraph, pool=None, stream=None, auto_dispatch_capture=False,
                  capture_error_mode: str = "global"):
+        record_call(2)
         self.npu_graph, self.pool, self.stream = npu_graph, pool, stream
         self._stream_ctx = contextlib.nullcontext()
 

@@ -100,6 +100,7 @@ class Stream:
     """A simulated stream: work runs synchronously; ``synchronize`` is a host sync."""
 
     def __init__(self, device=None, priority: int = 0, **kwargs):
+        record_call(2)  # constructing torch.npu.Stream(...) is a call site too
         self.device_index = _index(device)
         self.priority = priority
 
@@ -137,6 +138,7 @@ class Event:
     """A simulated event; ``elapsed_time`` is wall-clock milliseconds between two records."""
 
     def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
+        record_call(2)
         self.enable_timing = enable_timing
         self._time: float | None = None
 
@@ -161,6 +163,9 @@ class Event:
 class ExternalEvent:
     """``torch.npu.ExternalEvent``: record/wait/reset on a stream (inside graphs too); no-ops."""
 
+    def __init__(self):
+        record_call(2)
+
     def record(self, stream=None) -> None:
         return None
 
@@ -171,7 +176,8 @@ class ExternalEvent:
         return None
 
 
-_default_stream = Stream()
+_default_stream = Stream.__new__(Stream)
+_default_stream.device_index, _default_stream.priority = 0, 0
 _current = threading.local()
 
 

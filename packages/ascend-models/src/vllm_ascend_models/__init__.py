@@ -5,6 +5,8 @@
 - SiluAndMul and RotaryEmbedding (plus its cache-only scaled subclasses): ``CustomOp.register_oot``
   replacements whose ``forward_oot`` calls ``ascend_ops`` (:func:`register`), enabled through
   ``compilation_config.custom_ops`` (:func:`enable_custom_ops`).
+- ``quantization="ascend"``: msModelSlim W8A8 / W8A8_DYNAMIC checkpoints
+  (:mod:`vllm_ascend_models.quantization`), registered with vLLM's quantization registry.
 
 Everything here is activated by the meta-package's general plugin only when the Ascend platform
 is current; nothing changes vLLM at import time except importing ``ir_kernels`` (inert unless
@@ -60,10 +62,12 @@ def register() -> None:
         from vllm_ascend_models import ir_kernels
         from vllm_ascend_models._custom_ops import register_custom_ops
         from vllm_ascend_models.moe import register_moe
+        from vllm_ascend_models.quantization import register_quantization
 
         ir_kernels.register_ir_kernels()
         register_custom_ops()
         register_moe()
+        register_quantization()
         _registered = True
         logger.debug("vllm-ascend-models %s registered on vLLM %s", __version__, version)
 

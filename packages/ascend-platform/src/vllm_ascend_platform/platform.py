@@ -81,8 +81,9 @@ class NPUPlatform(Platform):
     simple_compile_backend: str = "eager"
     # our own env vars, forwarded to Ray workers
     additional_env_vars: list[str] = list(envs.ENVIRONMENT_VARIABLES)
-    # quantization methods our layers implement
-    supported_quantization: list[str] = []
+    # quantization methods our layers implement: msModelSlim checkpoints (the models layer
+    # registers "ascend" with vLLM's quantization registry, vllm_ascend_models.quantization)
+    supported_quantization: list[str] = ["ascend"]
     # marks this platform for layers that check by attribute (no import needed)
     is_ascend: bool = True
 

@@ -24,9 +24,12 @@ def test_install_is_idempotent_and_puts_torch_npu_in_place(simulated_npu):
     assert simulator.install() is simulated_npu
     assert sys.modules["torch_npu"] is simulated_npu and simulated_npu.npu is torch.npu
     assert simulator.active() and torch.npu.is_available() and torch.npu.is_simulated()
+    import importlib.util
+
     import torch_npu  # noqa: F401  (what ascend_ops._npu does)
 
     assert sys.modules["torch_npu"] is simulated_npu
+    assert importlib.util.find_spec("torch_npu").name == "torch_npu"  # library probes do not raise
 
 
 def test_uninstall_restores_cpu_mode(simulated_npu):

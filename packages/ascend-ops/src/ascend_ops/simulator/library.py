@@ -16,7 +16,6 @@ without a simulator kernel raises AttributeError naming it (so ``hasattr`` featu
 from __future__ import annotations
 
 import importlib.machinery
-import importlib.machinery
 import threading
 import types
 
@@ -173,8 +172,6 @@ class SimulatedTorchNpu(types.ModuleType):
 def build_module(schemas: Schemas, npu_namespace) -> SimulatedTorchNpu:
     """A fresh simulated ``torch_npu`` module exposing every defined operator and ``.npu``."""
     mod = SimulatedTorchNpu("torch_npu", "Simulated torch_npu (ascend_ops.simulator); tensors live on the CPU.")
-    # importlib.util.find_spec("torch_npu") returns sys.modules' __spec__ (ValueError when None)
-    mod.__spec__ = importlib.machinery.ModuleSpec("torch_npu", None)
     mod.__version__ = TORCH_NPU_VERSION
     mod.__simulated__ = True
     # importlib.util.find_spec("torch_npu") (accelerate, transformers) raises on a module in

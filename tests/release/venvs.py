@@ -65,7 +65,8 @@ class Venv:
     def run(self, *args: str, env: dict[str, str | None] | None = None, timeout: float = 600,
             check: bool = True) -> subprocess.CompletedProcess:
         """Run ``python *args`` (or ``bin/<args[0]>`` when it names a script of this venv)."""
-        exe = self.path / "bin" / args[0] if (self.path / "bin" / args[0]).is_file() else None
+        script = self.path / "bin" / args[0]
+        exe = script if "/" not in args[0] and script.is_file() else None
         cmd = [str(exe), *args[1:]] if exe else [str(self.python), *args]
         full_env = {**os.environ, "PYTHONNOUSERSITE": "1"}
         full_env.pop("PYTHONPATH", None)

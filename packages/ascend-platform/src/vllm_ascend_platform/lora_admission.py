@@ -1,0 +1,81 @@
+"""Refuse a bad LoRA adapter when its request is admitted, not inside a model step.
+
+vLLM 0.32 loads a request's adapter in the worker, during the step that first schedules it
+(``vllm/lora/worker_manager.py``, ``_load_adapter``). A missing path or a rank above
+``max_lora_rank`` raises there, the request stays scheduled, and every later step fails again:
+the engine stops serving. This patch extends ``InputProcessor._validate_lora`` (the front end's
+per-request check, ``vllm/v1/engine/input_processor.py``) with the same checks the worker makes
+(``PEFTHelper.from_local_dir`` + ``validate_legal``, ``vllm/lora/peft_helper.py``) for adapters
+on the local file system, so the caller gets a ``VLLMValidationError`` naming the adapter and
+the fix, and the engine never sees the request. Hub ids are left to the worker (resolving them
+would download here).
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from typing import Any
+
+from vllm_ascend_platform.patches import Patch, register_patch
+
+TARGET = "vllm.v1.engine.input_processor:InputProcessor._validate_lora"
+_checked: set[tuple[str, int]] = set()
+
+
+def _local(path: str) -> bool:
+    return path.startswith(("/", "./", "../", "~")) or os.path.exists(path)
+
+
+def check_adapter(lora_request: Any, lora_config: Any) -> None:
+    """Raise ``VLLMValidationError`` when a local adapter is missing or illegal for
+    ``lora_config`` (rank above ``max_lora_rank``, bias, unsupported PEFT features)."""
+    from vllm.exceptions import VLLMValidationError
+    from vllm.lora.peft_helper import PEFTHelper
+
+    path = os.path.expanduser(lora_request.lora_path)
+    key = (path, lora_request.lora_int_id)
+    if key in _checked or not _local(path):
+        return
+    if not os.path.isfile(os.path.join(path, "adapter_config.json")):
+        raise VLLMValidationError(
+            f"LoRA adapter {lora_request.lora_name!r}: no adapter_config.json at {path!r}; "
+            "pass the directory peft's save_pretrained wrote")
+    try:
+        PEFTHelper.from_local_dir(path, None).validate_legal(lora_config)
+    except ValueError as exc:
+        raise VLLMValidationError(
+            f"LoRA adapter {lora_request.lora_name!r} ({path}): {exc} Raise --max-lora-rank "
+            "or use a compatible adapter.") from exc
+    _checked.add(key)
+
+
+def _looks_like_vllm_032(target: Any) -> bool:
+    if getattr(target, "_ascend_lora_admission", False):
+        return True
+    return list(inspect.signature(target).parameters) == ["self", "lora_request"]
+
+
+def _apply() -> None:
+    from vllm.v1.engine.input_processor import InputProcessor
+
+    upstream = InputProcessor._validate_lora
+
+    def _validate_lora(self, lora_request):
+        upstream(self, lora_request)
+        if lora_request is not None and self.lora_config:
+            check_adapter(lora_request, self.lora_config)
+
+    _validate_lora._ascend_lora_admission = True
+    InputProcessor._validate_lora = _validate_lora
+
+
+PATCH = register_patch(Patch(
+    name="lora-admission",
+    target=TARGET,
+    vllm_versions=">=0.32,<0.33",
+    why="vLLM checks a LoRA adapter only when a model step loads it, and the failing request "
+        "then fails every later step, so the engine stops serving",
+    check=_looks_like_vllm_032,
+    apply=_apply,
+))

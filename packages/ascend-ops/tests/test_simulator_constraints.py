@@ -35,6 +35,7 @@ FIA_CASES = [
     ("sparse 3 mask", {}, dict(sparse_mode=3), "2048x2048 atten_mask"),
     ("sparse 5", {}, dict(sparse_mode=5), "sparse_mode must be"),
     ("rope alone", {}, dict(query_rope="q"), "query_rope and key_rope must be given together"),
+    ("head dim 24 prefill", dict(head_dim=24), {}, "head dim 24 must be a multiple of 16"),
 ]
 
 

@@ -115,6 +115,13 @@ def _fia_batches(a: dict, layout: str, q: torch.Tensor) -> int:
     return q.shape[0]
 
 
+def _max_query_len(a: dict, layout: str, q: torch.Tensor) -> int:
+    if layout == "TND":
+        ends = list(a["actual_seq_lengths"] or [q.shape[0]])
+        return max((e - s for s, e in zip([0, *ends[:-1]], ends, strict=True)), default=0)
+    return q.shape[2] if layout in ("BNSD", "BNSD_BSND") else q.shape[1]
+
+
 def fused_infer_attention(a: dict, op="npu_fused_infer_attention_score") -> None:
     q, k, v = a["query"], a["key"], a["value"]
     layout = a["input_layout"]
@@ -140,6 +147,9 @@ def fused_infer_attention(a: dict, op="npu_fused_infer_attention_score") -> None
     # [PLUGIN] 当Q_S大于1时: 支持N轴小于等于256, 支持D轴小于等于512.
     d = q.shape[-1] if layout != "BSH" else q.shape[-1] // n
     _need(n <= 256 and d <= 512, op, f"num_heads must be <= 256 and head dim <= 512 (got {n}, {d})")
+    if _max_query_len(a, layout, q) > 1:
+        # [PLUGIN] 当Q_S大于1时: 输入类型全为float16、bfloat16时, D轴需16对齐.
+        _need(d % 16 == 0, op, f"head dim {d} must be a multiple of 16 when a query has more than one token")
     mode = a["sparse_mode"]
     # [PLUGIN] sparse_mode: 当前仅支持取值0、1、2、3、4、9.
     _need(mode in (0, 1, 2, 3, 4, 9), op, f"sparse_mode must be 0, 1, 2, 3, 4 or 9, got {mode}")

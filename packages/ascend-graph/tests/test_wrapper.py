@@ -186,21 +186,21 @@ def test_register_hook_rejects_non_callable():
 
 
 def test_replay_params_read_no_lengths_unless_asked():
-    """A hook that takes its host lengths from attn_metadata must not cost a device read:
-    the length views are computed on first access only."""
+    """A hook that takes its host lengths from attn_metadata must not cost a device read: the
+    length views are snapshots (clones) turned into lists on first access only, and later
+    in-place updates of the runner's buffers do not change them."""
     from types import SimpleNamespace
+    from unittest import mock
 
     from vllm_ascend_graph.params import replay_params
 
-    class NoRead:
-        def tolist(self):
-            raise AssertionError("device tensor read back")
-
-    meta = SimpleNamespace(query_start_loc=NoRead(), seq_lens=NoRead(), num_actual_tokens=4)
+    qsl, seq = torch.tensor([0, 1, 2, 2]), torch.tensor([5, 7, 0])
+    meta = SimpleNamespace(query_start_loc=qsl, seq_lens=seq, num_actual_tokens=4)
     ctx = SimpleNamespace(batch_descriptor="bd", attn_metadata={"layer": meta})
-    params = replay_params(ctx, "FULL")
+    with mock.patch.object(torch.Tensor, "tolist", side_effect=AssertionError("read back")):
+        params = replay_params(ctx, "FULL")
     assert params.batch_descriptor == "bd" and params.attn_metadata["layer"] is meta
-    meta.query_start_loc = torch.tensor([0, 1, 2, 2])
-    meta.seq_lens = torch.tensor([5, 7, 0])
+    qsl.fill_(9)
+    seq.fill_(9)  # the runner reuses its buffers for the next step
     assert params.query_start_loc == [0, 1, 2] and params.seq_lens == [5, 7]
     assert params.num_actual_tokens == 2

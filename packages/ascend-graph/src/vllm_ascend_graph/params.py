@@ -30,9 +30,10 @@ class ReplayParams:
         runtime_mode: ``CUDAGraphMode`` of the replaying wrapper (FULL or PIECEWISE).
         attn_metadata: the forward context's raw ``attn_metadata`` (dict layer -> metadata).
 
-    The convenience views below are computed on first access only, from the first layer's
-    metadata (reading ``query_start_loc`` / ``seq_lens`` back from the device when they live
-    there, so a hook that takes its host lengths from ``attn_metadata`` costs no sync):
+    The convenience views below are snapshots of this step (the first layer's metadata,
+    tensors cloned on their device when the params are built: no device read), turned into
+    host lists on first access only, so a hook that takes its host lengths from
+    ``attn_metadata`` costs no sync:
 
     * ``seq_lens``: per-request KV lengths including this step's tokens (list of int,
       unpadded requests only), or None without attention metadata;
@@ -43,13 +44,12 @@ class ReplayParams:
     batch_descriptor: Any
     runtime_mode: Any
     attn_metadata: Any
+    snapshot: tuple[Any, Any, Any] = dataclasses.field(default=(None, None, None), repr=False)
 
     @functools.cached_property
     def _lengths(self) -> tuple[list[int] | None, list[int] | None, int | None]:
-        meta = _first_metadata(self.attn_metadata)
-        num_actual = getattr(meta, "num_actual_tokens", None)
-        qsl = _as_list(getattr(meta, "query_start_loc", None))
-        seq_lens = _as_list(getattr(meta, "seq_lens", None))
+        qsl_t, seq_t, num_actual = self.snapshot
+        qsl, seq_lens = _as_list(qsl_t), _as_list(seq_t)
         if qsl:
             num_reqs = _real_request_count(qsl)
             qsl = qsl[: num_reqs + 1]
@@ -133,11 +133,24 @@ def replay_params(forward_context: Any, runtime_mode: Any) -> ReplayParams:
     ``query_start_loc[-1]`` (the metadata's own ``num_actual_tokens`` is the padded count
     in FULL mode).
     """
+    attn = getattr(forward_context, "attn_metadata", None)
+    meta = _first_metadata(attn)
+    snapshot = tuple(_snap(getattr(meta, name, None))
+                     for name in ("query_start_loc", "seq_lens", "num_actual_tokens"))
     return ReplayParams(
         batch_descriptor=getattr(forward_context, "batch_descriptor", None),
         runtime_mode=runtime_mode,
-        attn_metadata=getattr(forward_context, "attn_metadata", None),
+        attn_metadata=attn,
+        snapshot=snapshot,
     )
+
+
+def _snap(value: Any) -> Any:
+    """A copy that later in-place updates of the runner's buffers do not change (a device-side
+    clone for tensors: asynchronous, no host read)."""
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    return list(value) if isinstance(value, (list, tuple)) else value
 
 
 def run_param_update_hooks(params: ReplayParams) -> None:

@@ -270,3 +270,24 @@ def test_collectives_are_recorded_and_reissued_on_replay(simulated_npu, tmp_path
         assert simulator.ledger().launches["c10d::allreduce_"] == 2
     finally:
         dist.destroy_process_group()
+
+
+def test_in_place_atb_op_can_be_a_task_group(simulated_npu):
+    """A task group of an ATB in-place op (returns nothing) updated with new slots."""
+    m = simulated_npu
+    key = torch.randn(2, 2, 16, dtype=torch.float16)
+    kc, vc = torch.zeros(2, 16, 2, 16, dtype=torch.float16), torch.zeros(2, 16, 2, 16, dtype=torch.float16)
+    s = torch.npu.current_stream()
+
+    def body():
+        torch.npu.graph_task_group_begin(s)
+        m._npu_reshape_and_cache(key, key, kc, vc, torch.tensor([0, 1], dtype=torch.int32))
+        return torch.npu.graph_task_group_end(s)
+
+    g, handle = _capture(body)
+    torch.npu.graph_task_update_begin(s, handle)
+    assert m._npu_reshape_and_cache(key, key, kc, vc, torch.tensor([16, 17], dtype=torch.int32)) is None
+    torch.npu.graph_task_update_end(s)
+    kc.zero_()
+    g.replay()
+    assert torch.equal(kc[1, :2], key) and torch.count_nonzero(kc[0]) == 0

@@ -133,7 +133,8 @@ class RecordedOp:
         self.func, self.args, self.kwargs, self.name = func, _freeze(args), _freeze(kwargs), _name(func)
         returns = func._schema.returns
         aliased = any(r.alias_info is not None for r in returns)
-        self.outs = None if aliased else _flat_tensors(out)
+        # in-place / out= ops (aliased returns) and ops returning nothing write their arguments
+        self.outs = None if aliased or not returns else _flat_tensors(out)
 
     def writes(self) -> list[torch.Tensor]:
         """Tensors this op writes: its outputs, or its mutable (``Tensor(a!)``) arguments."""
@@ -247,8 +248,11 @@ class UpdateMode(TorchDispatchMode):
                     f"graph_task_update: {op.name} is not an out= overload; the re-issued call must "
                     "write the captured outputs (e.g. npu_fused_infer_attention_score.out(..., out=[...]))")
             self.ops.append(op)
-            written = op.writes()
-            return tuple(written) if len(written) != 1 else written[0]
+            returns = func._schema.returns
+            if not returns:
+                return None
+            written = op.writes()  # out= overloads return their (written) out arguments
+            return tuple(written[: len(returns)]) if len(returns) != 1 else written[0]
         return func(*args, **kwargs)
 
 

@@ -427,11 +427,10 @@ class graph:
         self._stream_ctx = contextlib.nullcontext()
 
     def __enter__(self):
-        import torch as _t
-
-        _t.npu.synchronize()
-        _t.npu.empty_cache()
-        self._stream_ctx = _t.npu.stream(self.stream) if self.stream is not None else contextlib.nullcontext()
+        # as torch_npu's graph.__enter__: synchronize, empty the cache, switch to the stream
+        torch.npu.synchronize()
+        torch.npu.empty_cache()
+        self._stream_ctx = torch.npu.stream(self.stream) if self.stream is not None else contextlib.nullcontext()
         self._stream_ctx.__enter__()
         self.npu_graph.capture_begin(self.pool)
         return self

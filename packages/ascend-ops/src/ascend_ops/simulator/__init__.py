@@ -18,8 +18,8 @@ import torch
 
 from ascend_ops.simulator import ledger  # callable: ledger() -> the process-wide Ledger
 from ascend_ops.simulator.errors import SimulatedNpuError
-from ascend_ops.simulator.graph import tracking
 from ascend_ops.simulator.ledger import Ledger, call_sites, static_call_sites
+from ascend_ops.simulator.recording import tracking
 
 DEFAULT_CAPACITY = 64 << 30
 _lock = threading.Lock()

@@ -27,61 +27,21 @@ import contextlib
 import threading
 
 import torch
-from torch._C import DispatchKey, DispatchKeySet
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ascend_ops.simulator.errors import SimulatedNpuError
 from ascend_ops.simulator.ledger import LEDGER, _caller, record_call
+from ascend_ops.simulator.recording import (
+    NO_RERUN,
+    RecordedOp,
+    count_launch,
+    descend,
+    descends,
+    sync_name,
+)
 
-aten = torch.ops.aten
-_CPU = DispatchKeySet(DispatchKey.CPU)
-# device ops recorded as such; collectives too (c10d in-place ones and functional ones): a replay
-# re-issues them, so every rank replaying its graph runs them again in the captured order
-_RECORDED_NS = frozenset({"aten", "prims", "npu", "atb", "c10d", "_c10d_functional"})
-_NO_RERUN = frozenset({aten.empty.memory_format, aten.empty_strided.default, aten.empty_like.default,
-                       aten.new_empty.default, aten.new_empty_strided.default, aten.detach.default,
-                       aten.lift_fresh.default})
-_COPIES = frozenset({aten.copy_.default, aten.clone.default, aten._to_copy.default})
-_SYNC_OPS = {
-    aten._local_scalar_dense.default: "Tensor.item()/bool()/int()/float()",
-    aten.equal.default: "torch.equal",
-    aten.is_nonzero.default: "bool(tensor)",
-    aten.nonzero.default: "nonzero (data-dependent output shape)",
-    aten.masked_select.default: "masked_select (data-dependent output shape)",
-    aten._unique2.default: "unique (data-dependent output shape)",
-    aten.unique_dim.default: "unique (data-dependent output shape)",
-    aten.unique_consecutive.default: "unique_consecutive (data-dependent output shape)",
-}
 _lock = threading.Lock()
 _capturing: CaptureMode | None = None
-
-
-def _is_bool_index(func, args) -> bool:
-    if func in (aten.index.Tensor, aten.index_put.default, aten.index_put_.default):
-        return any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in args[1] or ())
-    return False
-
-
-def _sync_name(func, args, kwargs) -> str | None:
-    name = _SYNC_OPS.get(func)
-    if name is None and func is aten.repeat_interleave.Tensor and kwargs.get("output_size") is None:
-        name = "repeat_interleave without output_size (data-dependent output shape)"
-    if name is None and _is_bool_index(func, args):
-        name = "boolean-mask indexing (data-dependent output shape)"
-    return name
-
-
-def _descend(mode, func, args, kwargs):
-    """Run ``func``'s CPU kernel (a higher-order op's composite rule) with ``mode`` re-entered,
-    so the ops inside reach the mode."""
-    with mode:
-        if isinstance(func, torch._ops.HigherOrderOperator):
-            return func.dispatch(DispatchKey.CompositeExplicitAutograd, *args, **kwargs)
-        return func.redispatch(_CPU, *args, **kwargs)
-
-
-def _descends(func) -> bool:
-    return isinstance(func, torch._ops.HigherOrderOperator) or func.namespace not in _RECORDED_NS
 
 
 def host_sync(what: str) -> None:
@@ -90,105 +50,6 @@ def host_sync(what: str) -> None:
         file, line = _caller(2)
         raise SimulatedNpuError(f"host sync inside NPU graph capture: {what} at {file}:{line}")
     LEDGER.host_sync(what, depth=2)
-
-
-def _freeze(x):
-    if isinstance(x, list):
-        return [_freeze(v) for v in x]
-    if isinstance(x, tuple):
-        return tuple(_freeze(v) for v in x)
-    if isinstance(x, dict):
-        return {k: _freeze(v) for k, v in x.items()}
-    return x
-
-
-def _flat_tensors(x) -> list:
-    if isinstance(x, torch.Tensor):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [t for v in x for t in _flat_tensors(v)]
-    return []
-
-
-def _name(func) -> str:
-    ns = func.namespace
-    base = func._schema.name.split("::", 1)[1]
-    return base if ns in ("npu", "atb") else f"{ns}::{base}"
-
-
-def _count(func, args, out) -> None:
-    if func.namespace not in ("npu", "atb"):  # those count themselves in their kernel
-        LEDGER.launch(_name(func))
-        if func in _COPIES:
-            t = out if isinstance(out, torch.Tensor) else args[0]
-            LEDGER.copy(t.numel() * t.element_size())
-
-
-class RecordedOp:
-    """One captured op: the overload, frozen arguments and the tensors to refresh on replay."""
-
-    __slots__ = ("func", "args", "kwargs", "outs", "name")
-
-    def __init__(self, func, args, kwargs, out):
-        self.func, self.args, self.kwargs, self.name = func, _freeze(args), _freeze(kwargs), _name(func)
-        returns = func._schema.returns
-        aliased = any(r.alias_info is not None for r in returns)
-        # in-place / out= ops (aliased returns) and ops returning nothing write their arguments
-        self.outs = None if aliased or not returns else _flat_tensors(out)
-
-    def writes(self) -> list[torch.Tensor]:
-        """Tensors this op writes: its outputs, or its mutable (``Tensor(a!)``) arguments."""
-        if self.outs is not None:
-            return self.outs
-        written = []
-        for i, a in enumerate(self.func._schema.arguments):
-            if a.alias_info is not None and a.alias_info.is_write:
-                val = self.kwargs.get(a.name, self.args[i] if i < len(self.args) else None)
-                written += _flat_tensors(val)
-        return written
-
-    def closure(self):
-        func, args, kwargs, outs, name = self.func, self.args, self.kwargs, self.outs, self.name
-        is_aten = func.namespace in ("aten", "prims")
-        if func.namespace in ("c10d", "_c10d_functional"):
-            return _collective_closure(func, args, kwargs, outs, name)
-        if outs is None:
-            def run():
-                func(*args, **kwargs)
-                if is_aten:
-                    LEDGER.launch(name)
-            return run
-
-        def run_and_refresh():
-            res = func(*args, **kwargs)
-            for dst, src in zip(outs, _flat_tensors(res), strict=True):
-                dst.copy_(src)
-            if is_aten:
-                LEDGER.launch(name)
-        return run_and_refresh
-
-
-def _collective_closure(func, args, kwargs, outs, name):
-    """Replay of a collective: re-issue it, wait for it (``Work.wait()`` for c10d ops,
-    ``wait_tensor`` for functional ones: what the Python wrappers did at capture), then refresh
-    the captured outputs."""
-    functional = func.namespace == "_c10d_functional" and func is not torch.ops._c10d_functional.wait_tensor.default
-
-    def run():
-        res = func(*args, **kwargs)
-        items = res if isinstance(res, (list, tuple)) else [res]
-        for item in items:
-            if isinstance(item, torch._C.ScriptObject) and hasattr(item, "wait"):
-                item.wait()
-        tensors = _flat_tensors(res)
-        if functional:
-            tensors = [torch.ops._c10d_functional.wait_tensor(t) for t in tensors]
-        for dst, src in zip(outs or (), tensors, strict=False):
-            if dst is not src:
-                dst.copy_(src)
-        LEDGER.launch(name)
-
-    return run
 
 
 class TaskGroup:
@@ -215,15 +76,15 @@ class CaptureMode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if _descends(func):
-            return _descend(self, func, args, kwargs)
-        what = _sync_name(func, args, kwargs)
+        if descends(func):
+            return descend(self, func, args, kwargs)
+        what = sync_name(func, args, kwargs)
         if what is not None:
             file, line = _caller(2)
             raise SimulatedNpuError(f"host sync inside NPU graph capture: {what} at {file}:{line}")
         out = func(*args, **kwargs)
-        _count(func, args, out)
-        if func not in _NO_RERUN and not func.is_view:
+        count_launch(func, args, out)
+        if func not in NO_RERUN and not func.is_view:
             self.graph._ops.append(RecordedOp(func, args, kwargs, out))
         return out
 
@@ -239,8 +100,8 @@ class UpdateMode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if _descends(func):
-            return _descend(self, func, args, kwargs)
+        if descends(func):
+            return descend(self, func, args, kwargs)
         if func.namespace in ("npu", "atb"):
             op = RecordedOp(func, args, kwargs, None)
             if op.outs is not None:
@@ -441,25 +302,3 @@ class graph:
         finally:
             self._stream_ctx.__exit__(exc_type, exc, tb)
         return False
-
-
-@contextlib.contextmanager
-def tracking():
-    """Count aten launches, d2d copy bytes and host syncs outside a capture (ledger)."""
-    mode = _TrackingMode()
-    with mode:
-        yield LEDGER
-
-
-class _TrackingMode(TorchDispatchMode):
-    supports_higher_order_operators = True
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if _descends(func):
-            return _descend(self, func, args, kwargs)
-        what = _sync_name(func, args, kwargs)
-        if what is not None:
-            LEDGER.host_sync(what, depth=2)
-        out = func(*args, **kwargs)
-        _count(func, args, out)
-        return out

@@ -57,7 +57,7 @@ def lora_shrink(x, lora_a, indices, scale, out):
     rank = a.shape[2]
     if _fits(out, x, (a,), 0, rank, fused=False):
         out[:, :rank].zero_()
-        torch_npu().npu_batch_gather_matmul_(out, x, a, indices.to(torch.int32), None,
+        torch_npu().npu_batch_gather_matmul_(out, x, a, _native_lora.cast(indices, torch.int32), None,
                                              layer_idx=0, scale=float(scale), y_offset=0,
                                              y_slice_size=rank)
         return out
@@ -68,7 +68,7 @@ def lora_expand(x, lora_b, indices, y, y_offset, y_slice_size, add_inputs):
     b = _w4(lora_b)
     if add_inputs and b.shape[2] == y_slice_size and _fits(y, x, (b,), y_offset, y_slice_size,
                                                           fused=False):
-        torch_npu().npu_batch_gather_matmul_(y, x, b, indices.to(torch.int32), None, layer_idx=0,
+        torch_npu().npu_batch_gather_matmul_(y, x, b, _native_lora.cast(indices, torch.int32), None, layer_idx=0,
                                              scale=1.0, y_offset=y_offset,
                                              y_slice_size=y_slice_size)
         return y
@@ -78,7 +78,7 @@ def lora_expand(x, lora_b, indices, y, y_offset, y_slice_size, add_inputs):
 def lora_linear(y, x, lora_a, lora_b, indices, scale, y_offset, y_slice_size):
     a, b = _w4(lora_a), _w4(lora_b)
     if b.shape[2] == y_slice_size and _fits(y, x, (a, b), y_offset, y_slice_size, fused=True):
-        torch_npu().npu_batch_gather_matmul_(y, x, b, indices.to(torch.int32), a, layer_idx=0,
+        torch_npu().npu_batch_gather_matmul_(y, x, b, _native_lora.cast(indices, torch.int32), a, layer_idx=0,
                                              scale=float(scale), y_offset=y_offset,
                                              y_slice_size=y_slice_size)
         return y

@@ -7,9 +7,21 @@ Model: a tiny random-weight Qwen3 checkpoint made here with transformers' ``Qwen
 the same engine: parallel layouts only change where sums are taken, so float32 greedy tokens
 must be identical.
 
-Every engine runs in its own child process (this file run as a script) so a hang cannot stall
-the test session: each child gets ``HANG_GUARD_S`` seconds after its engine is up (and a
-start-up allowance before that), then is killed and the test fails.
+Where the engines run:
+
+- TP, PP and EP engines run in the test process, as ``LLM(...)`` in a user's script or notebook
+  does: the engine core here (conftest: ``VLLM_ENABLE_V1_MULTIPROCESSING=0``), one worker process
+  per rank started by vLLM's multiproc executor. This process has run torch work before every
+  one of them (the TP=1 reference runs its model here), which is the situation that used to hang
+  a forked worker in libgomp; the platform now spawns workers (docs/worker-start.md). A start-up
+  that does not finish fails through the platform's bound on the workers' READY handshake
+  (``VLLM_ENGINE_READY_TIMEOUT_S``, set to ``READY_TIMEOUT_S`` here), and pytest-timeout
+  bounds each test as a whole.
+- DP (``AsyncLLM``: one engine-core process per DP rank, as under ``vllm serve``), Ray (a local
+  cluster per run: ``ray.init`` state is process-wide) and the compile-cache restart test (two
+  process starts are its subject) run in child processes (this file run as a script): each child
+  gets ``HANG_GUARD_S`` seconds after its engine is up (and a start-up allowance before that),
+  then is killed and the test fails.
 """
 
 from __future__ import annotations
@@ -22,6 +34,12 @@ import sys
 import time
 
 import pytest
+
+READY_TIMEOUT_S = 300
+"""Bound on the workers' READY handshake for the in-process engines (``VLLM_ENGINE_READY_TIMEOUT_S``)."""
+
+TEST_TIMEOUT_S = 900
+"""pytest-timeout for a test that runs engines in this process (start-up, generation, shutdown)."""
 
 HANG_GUARD_S = 120
 """Seconds a started engine may take to generate before the test fails (killed, never hangs)."""
@@ -51,21 +69,26 @@ def _child_env() -> None:
 
 def _generate(model: str, prompts: list[list[int]], inspect=None, enforce_eager: bool = True,
               **engine_kw):
-    """Greedy tokens per prompt; with ``inspect``, also ``inspect(llm)`` taken while it is up."""
+    """Greedy tokens per prompt; with ``inspect``, also ``inspect(llm)`` taken while it is up.
+
+    The engine is shut down before returning (executor first: its worker processes or Ray
+    actors), so engines can follow one another in one process.
+    """
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt
 
     llm = LLM(model=model, dtype="float32", max_model_len=256, enforce_eager=enforce_eager,
               gpu_memory_utilization=0.5, seed=0, max_num_seqs=8, **engine_kw)
     print("ENGINE_READY", flush=True)
-    params = SamplingParams(temperature=0.0, max_tokens=NEW_TOKENS, ignore_eos=True)
-    outs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params, use_tqdm=False)
-    tokens = [list(o.outputs[0].token_ids) for o in outs]
-    if inspect is None:
-        return tokens
-    seen = inspect(llm)
-    llm.llm_engine.engine_core.shutdown()  # executor first (its Ray actors), then the cluster
-    return {"tokens": tokens, **seen}
+    try:
+        params = SamplingParams(temperature=0.0, max_tokens=NEW_TOKENS, ignore_eos=True)
+        outs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params,
+                            use_tqdm=False)
+        tokens = [list(o.outputs[0].token_ids) for o in outs]
+        seen = None if inspect is None else inspect(llm)
+    finally:
+        llm.llm_engine.engine_core.shutdown()
+    return tokens if seen is None else {"tokens": tokens, **seen}
 
 
 def _graph_facts(llm) -> dict:
@@ -268,24 +291,96 @@ def tiny_qwen3(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="module")
-def reference(tiny_qwen3, tmp_path_factory) -> list[list[int]]:
-    tokens = _run(tiny_qwen3, tmp_path_factory.mktemp("tp1"), "tp1")
+def in_process():
+    """Run engines in this process: 2 GiB of emulated memory per rank (as the children get) and
+    the READY bound; both restored after the module."""
+    names = ("VLLM_ASCEND_EMULATE_DEVICE_MEMORY", "VLLM_ENGINE_READY_TIMEOUT_S")
+    saved = {k: os.environ.get(k) for k in names}
+    os.environ["VLLM_ASCEND_EMULATE_DEVICE_MEMORY"] = "2GiB"
+    os.environ["VLLM_ENGINE_READY_TIMEOUT_S"] = str(READY_TIMEOUT_S)
+    assert os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING") == "0", "conftest sets it"
+    yield
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+def _worker_procs() -> list:
+    """This process's vLLM worker processes (vLLM titles them ``VLLM::Worker...``)."""
+    import psutil
+
+    procs = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if "VLLM::Worker" in " ".join(p.cmdline()) and p.status() != psutil.STATUS_ZOMBIE:
+                procs.append(p)
+        except psutil.NoSuchProcess:
+            pass
+    return procs
+
+
+@pytest.fixture(scope="module")
+def reference(tiny_qwen3, in_process) -> list[list[int]]:
+    """TP=1 tokens, computed in this process (so every later engine starts after torch work)."""
+    tokens = _generate(tiny_qwen3, PROMPTS)
     assert len(tokens) == len(PROMPTS) and all(len(t) == NEW_TOKENS for t in tokens)
     return tokens
 
 
-def test_tp2_matches_tp1(tiny_qwen3, reference, tmp_path):
-    assert _run(tiny_qwen3, tmp_path, "tp2", tp=2) == reference
+@pytest.mark.timeout(TEST_TIMEOUT_S)
+def test_tp2_matches_tp1_after_hf_generate_and_in_a_second_engine(tiny_qwen3, reference):
+    """TP=2 gives the TP=1 tokens, in the sequence that used to hang: HF transformers
+    ``generate`` in this process (torch's OpenMP pool runs parallel regions, 2 threads), then
+    ``LLM(tensor_parallel_size=2)``, whose workers were forked and sat in libgomp forever. Now
+    both this engine and a second TP=2 engine created after the first was shut down return the
+    TP=1 tokens, and the first engine's workers are gone before the second starts.
+
+    HF's own greedy tokens for the first prompt are also checked against the TP=1 reference
+    (an oracle independent of vLLM).
+    """
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)  # a multi-threaded parallel region even on a 1-core runner
+    try:
+        hf = AutoModelForCausalLM.from_pretrained(tiny_qwen3, torch_dtype=torch.float32).eval()
+        with torch.inference_mode():
+            out = hf.generate(torch.tensor([PROMPTS[0]]), max_new_tokens=4, do_sample=False)
+    finally:
+        torch.set_num_threads(threads)
+    assert out[0, len(PROMPTS[0]):].tolist() == reference[0][:4]
+
+    first_workers: list = []
+
+    def remember_workers(llm) -> dict:
+        first_workers.extend(_worker_procs())
+        return {}
+
+    first = _generate(tiny_qwen3, PROMPTS, tensor_parallel_size=2, inspect=remember_workers)
+    assert first["tokens"] == reference
+    assert len(first_workers) == 2, first_workers
+    deadline = time.monotonic() + 30
+    while any(p.is_running() and p.status() != "zombie" for p in first_workers):
+        assert time.monotonic() < deadline, f"first engine's workers still running: {first_workers}"
+        time.sleep(0.2)
+    assert _generate(tiny_qwen3, PROMPTS, tensor_parallel_size=2) == reference
 
 
-def test_pp2_matches_tp1(tiny_qwen3, reference, tmp_path):
-    assert _run(tiny_qwen3, tmp_path, "pp2", pp=2) == reference
+@pytest.mark.timeout(TEST_TIMEOUT_S)
+def test_pp2_matches_tp1(tiny_qwen3, reference):
+    assert _generate(tiny_qwen3, PROMPTS, pipeline_parallel_size=2) == reference
 
 
-def test_tp2_graph_mode_matches_tp1(tiny_qwen3, reference, tmp_path):
+@pytest.mark.timeout(TEST_TIMEOUT_S)
+def test_tp2_graph_mode_matches_tp1(tiny_qwen3, reference):
     """TP=2 without --enforce-eager: the ACL graphs are captured with the TP all-reduce inside
     (vLLM's own capture context asserts on non-CUDA communicators; the runner substitutes ours)."""
-    got = _run(tiny_qwen3, tmp_path, "tp2_graph", tp=2, graph=True)
+    got = _generate(tiny_qwen3, PROMPTS, tensor_parallel_size=2, enforce_eager=False,
+                    compilation_config={"cudagraph_capture_sizes": [1, 2, 4, 8]},
+                    inspect=_graph_facts)
     assert got["cudagraph_mode"] == "FULL_AND_PIECEWISE"
     assert got["capture_sizes"] == [1, 2, 4, 8]
     assert got["tokens"] == reference
@@ -322,7 +417,8 @@ def test_dp2_single_request_completes(dp2, reference):
     assert dp2["single"] == reference[2]
 
 
-def test_ep2_matches_ep1(tmp_path):
+@pytest.mark.timeout(TEST_TIMEOUT_S)
+def test_ep2_matches_ep1(tmp_path, in_process):
     """Expert parallelism (issue 7): a tiny Qwen3-MoE with TP=2 + enable_expert_parallel (each
     rank holds half the experts; results combined through our communicator) gives the tokens of
     the single-device run."""
@@ -331,9 +427,9 @@ def test_ep2_matches_ep1(tmp_path):
     from vllm_ascend import demo_model
 
     moe = save_tiny("qwen3_moe", tmp_path / "moe", str(demo_model.prepare()))
-    ep1 = _run(moe, tmp_path, "ep1")
+    ep1 = _generate(moe, PROMPTS)
     assert len(ep1) == len(PROMPTS) and all(len(t) == NEW_TOKENS for t in ep1)
-    assert _run(moe, tmp_path, "ep2", tp=2, ep=True) == ep1
+    assert _generate(moe, PROMPTS, tensor_parallel_size=2, enable_expert_parallel=True) == ep1
 
 
 def test_ray_tp2_matches_tp1(tiny_qwen3, reference, tmp_path):

@@ -223,6 +223,11 @@ def moe_gating_top_k(a: dict, op="npu_moe_gating_top_k") -> None:
     # [PLUGIN] group_count > 0, x_shape[-1]能够被group_count整除; 1 <= k_group <= group_count;
     # 1 <= k <= x_shape[-1] / group_count * k_group; renorm 当前仅支持0.
     _need(gc > 0 and x.shape[-1] % gc == 0, op, "group_count must divide the expert count")
+    # [PLUGIN] 整除后的结果大于2, 并且整除的结果按照32个数对齐后乘group_count的结果不大于2048.
+    per = x.shape[-1] // gc
+    if gc > 1:
+        _need(per > 2, op, f"each expert group must hold more than 2 experts (got {per})")
+    _need(-(-per // 32) * 32 * gc <= 2048, op, "group size rounded up to 32, times group_count, must be <= 2048")
     _need(1 <= kg <= gc, op, "k_group must be in [1, group_count]")
     _need(1 <= k <= x.shape[-1] // gc * kg, op, "k must be in [1, experts / group_count * k_group]")
     _need(a["renorm"] == 0, op, "renorm must be 0 (the only supported value)")

@@ -291,3 +291,49 @@ def test_in_place_atb_op_can_be_a_task_group(simulated_npu):
     kc.zero_()
     g.replay()
     assert torch.equal(kc[1, :2], key) and torch.count_nonzero(kc[0]) == 0
+
+
+def test_decode_loop_replays_cache_writes_and_updated_lengths(simulated_npu):
+    """A vLLM-like decode step captured once: KV write through persistent slot/input buffers,
+    FIA as an updatable task group; five replays with new inputs and host lengths each match
+    the reference computed eagerly on the same cache."""
+    h, hk, d, bs, b = 4, 2, 16, 16, 2
+    dt = torch.bfloat16
+    kc, vc = torch.zeros(6, bs, hk, d, dtype=dt), torch.zeros(6, bs, hk, d, dtype=dt)
+    table = torch.tensor([[0, 1, 2], [3, 4, 5]], dtype=torch.int32)
+    q, k, v = torch.zeros(b, h, d, dtype=dt), torch.zeros(b, hk, d, dtype=dt), torch.zeros(b, hk, d, dtype=dt)
+    slots, seq = torch.zeros(b, dtype=torch.int64), torch.zeros(b, dtype=torch.int32)
+    qsl = torch.tensor([0, 1, 2], dtype=torch.int32)
+    out, lse = torch.empty(b, h, d, dtype=dt), torch.empty(1, dtype=dt)
+    s = torch.npu.current_stream()
+    gen = torch.Generator().manual_seed(7)
+
+    def fill(lens):
+        for t in (q, k, v):
+            t.copy_(torch.randn(t.shape, generator=gen))
+        slots.copy_(torch.tensor([int(table[i, (n - 1) // bs]) * bs + (n - 1) % bs for i, n in enumerate(lens)]))
+        seq.copy_(torch.tensor(lens))
+
+    def attend(lens):
+        ascend_ops.fused_infer_attention(q, kc, vc, table, qsl, seq, 0.25, True, actual_seq_lengths=[1, 2],
+                                         actual_seq_lengths_kv=lens, out=out, softmax_lse=lse)
+
+    lens = [5, 9]
+    fill(lens)
+    g = torch.npu.NPUGraph()
+    with torch.npu.graph(g):
+        ascend_ops.reshape_and_cache(k, v, kc, vc, slots)
+        torch.npu.graph_task_group_begin(s)
+        attend(lens)
+        handle = torch.npu.graph_task_group_end(s)
+    for _ in range(5):
+        lens = [lens[0] + 1, lens[1] + 1]
+        fill(lens)
+        torch.npu.graph_task_update_begin(s, handle)
+        attend(lens)
+        torch.npu.graph_task_update_end(s)
+        g.replay()
+        assert torch.equal(kc.view(-1, hk, d)[slots], k)  # this step's K landed in the cache
+        expect = reference.fused_infer_attention(q, kc, vc, table, qsl, torch.tensor(lens), 0.25, True)
+        torch.testing.assert_close(out, expect, atol=2e-2, rtol=2e-2)
+    assert simulator.ledger().replays == 5

@@ -6,9 +6,9 @@ Sessions
                      ``nox -s "tests(ascend-ops)"`` and ``nox -t ascend-ops`` are the same run.
     e2e              ``tests/e2e``: real vLLM + the whole plugin vs HF transformers on SmolLM2
                      (CPU emulation; the simulated-NPU tests run in ``npu_coverage``).
-    npu_coverage     the simulated-NPU tests (``ascend_ops.simulator`` tests and
-                     ``tests/e2e/test_simulated_npu*.py``), then every torch_npu / torch.npu call
-                     site in the source against the sites they executed; 100 % required.
+    npu_coverage     the simulated-NPU tests (the ascend-ops test files that use the simulated
+                     NPU, ``tests/e2e/test_simulated_npu*.py``), then every torch_npu / torch.npu
+                     call site in the source against the sites they executed; 100 % required.
     release          build a wheel + sdist of all seven distributions into ``dist/wheelhouse``
                      (portable ``ascend_ops._C``), ``twine check`` them, then ``tests/release``:
                      fresh venvs installing from that folder only (docs/releasing.md).
@@ -230,12 +230,14 @@ def npu_coverage(session: nox.Session) -> None:
     dump.mkdir(parents=True)
     env = {**COMMON_ENV, CALLSITES_ENV: str(dump), "VLLM_TARGET_DEVICE": None,
            "PYTHONPATH": str(ROOT / "scripts")}
-    sim_tests = sorted((PACKAGES / "ascend-ops" / "tests").glob("test_simulator*.py"))
+    # the ascend-ops test files that run ops on the simulated NPU (its ``simulated_npu`` fixture)
+    sim_tests = [p for p in sorted((PACKAGES / "ascend-ops" / "tests").glob("test_*.py"))
+                 if "simulated_npu" in p.read_text() or p.name.startswith("test_simulator")]
     if sim_tests:
         session.run(str(VENV_PY), "-m", "pytest", *map(str, sim_tests), "-p", "no:cacheprovider",
                     "-p", "npu_callsites_plugin", "-q", env=env, external=True)
     else:
-        session.warn("packages/ascend-ops/tests has no test_simulator*.py files")
+        session.warn("packages/ascend-ops/tests has no simulated-NPU test files")
     session.run(str(VENV_PY), "-m", "pytest", *sorted(map(str, (ROOT / "tests" / "e2e").glob(SIM_E2E_GLOB))),
                 "-p", "no:cacheprovider", "-v", "--timeout=1800", *session.posargs,
                 env={**env, "VLLM_ASCEND_EMULATE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"},

@@ -24,8 +24,10 @@ HERE = Path(__file__).resolve().parent
 CHILD_TIMEOUT_S = 900
 
 
-def run_child(spec: dict, work: Path, timeout: int = CHILD_TIMEOUT_S) -> dict:
-    """Run the engines of ``spec`` (see ``_sim_npu_child.py``) in one child process.
+def run_child(spec: dict, work: Path, timeout: int = CHILD_TIMEOUT_S,
+              env: dict[str, str] | None = None) -> dict:
+    """Run the engines of ``spec`` (see ``_sim_npu_child.py``) in one child process, with
+    ``env`` added to its environment.
 
     Returns:
         ``{run name: {"tokens": [[int]], "facts": {...}}}``.
@@ -39,7 +41,7 @@ def run_child(spec: dict, work: Path, timeout: int = CHILD_TIMEOUT_S) -> dict:
         try:
             proc = subprocess.run(
                 [sys.executable, str(HERE / "_sim_npu_child.py"), str(spec_path), str(out_path)],
-                stdout=log, stderr=subprocess.STDOUT, env=child_env(), cwd=str(HERE),
+                stdout=log, stderr=subprocess.STDOUT, env={**child_env(), **(env or {})}, cwd=str(HERE),
                 timeout=timeout)
             rc = proc.returncode
         except subprocess.TimeoutExpired:

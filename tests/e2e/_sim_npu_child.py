@@ -4,7 +4,8 @@ Run as a script: ``python _sim_npu_child.py SPEC_JSON OUT_JSON``. ``SPEC_JSON`` 
 ``prompts`` (token ids), ``max_tokens`` (one per prompt), ``engine`` (LLM keyword arguments shared
 by every run) and ``runs``: a list of ``{"name", "engine": {...}, "env": {...}}``, built one after
 another in this process (each closed before the next; ``env`` is applied before the run's engine
-starts and removed after it). ``OUT_JSON`` receives ``{name: {"tokens", "facts"}}``.
+starts and removed after it; variables read once per process, such as
+``VLLM_ASCEND_GRAPH_PARAM_UPDATE``, belong in the child's own environment instead). ``OUT_JSON`` receives ``{name: {"tokens", "facts"}}``.
 
 The environment is simulated-NPU mode (docs/simulated-npu.md): ``VLLM_ASCEND_SIMULATE_NPU=1``,
 ``VLLM_ASCEND_EMULATE`` removed (the e2e session sets it for the emulation tests). When

@@ -3,11 +3,13 @@
 The whole NPU code path of the plugin runs on CPU over ``ascend_ops.simulator``
 (docs/simulated-npu.md): torch_npu operators with their published schemas and constraints, ACL
 graphs captured and replayed by the simulated ``NPUGraph``, attention parameters updated per
-replay through ``graph_task_update``. One child process builds three engines in turn:
+replay through ``graph_task_update``. One child process builds two engines in turn:
 
 * ``eager``: ``enforce_eager=True``;
 * ``graph``: vLLM's default execution mode (FULL_AND_PIECEWISE; capture sizes 1, 2, 4, 8);
-* ``graph_no_update``: the same with ``VLLM_ASCEND_GRAPH_PARAM_UPDATE=0`` (negative control).
+
+and a second child ``graph_no_update``: the graph engine with ``VLLM_ASCEND_GRAPH_PARAM_UPDATE=0``
+(negative control; the variable is read once per process, when vLLM loads the general plugin).
 
 The 8 prompts have different lengths and ``max_tokens``, and at most 6 run at once, so the
 decode batch changes size (through 7, 6, 5 and 3, between capture sizes) and composition
@@ -35,19 +37,14 @@ def prompts(prompt_ids) -> list[list[int]]:
 
 @pytest.fixture(scope="module")
 def runs(model_path, prompts, tmp_path_factory) -> dict:
-    spec = {
-        "model": model_path,
-        "prompts": prompts,
-        "max_tokens": MAX_TOKENS,
-        "engine": ENGINE,
-        "runs": [
-            {"name": "eager", "engine": {"enforce_eager": True}},
-            {"name": "graph", "engine": GRAPH},
-            {"name": "graph_no_update", "engine": GRAPH,
-             "env": {"VLLM_ASCEND_GRAPH_PARAM_UPDATE": "0"}},
-        ],
-    }
-    return run_child(spec, tmp_path_factory.mktemp("sim_smollm2"))
+    base = {"model": model_path, "prompts": prompts, "max_tokens": MAX_TOKENS, "engine": ENGINE}
+    runs = run_child({**base, "runs": [{"name": "eager", "engine": {"enforce_eager": True}},
+                                       {"name": "graph", "engine": GRAPH}]},
+                     tmp_path_factory.mktemp("sim_smollm2"))
+    runs.update(run_child({**base, "runs": [{"name": "graph_no_update", "engine": GRAPH}]},
+                          tmp_path_factory.mktemp("sim_smollm2_no_update"),
+                          env={"VLLM_ASCEND_GRAPH_PARAM_UPDATE": "0"}))
+    return runs
 
 
 def test_ran_on_the_simulated_npu_path(runs):

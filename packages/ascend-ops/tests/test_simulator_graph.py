@@ -337,3 +337,13 @@ def test_decode_loop_replays_cache_writes_and_updated_lengths(simulated_npu):
         expect = reference.fused_infer_attention(q, kc, vc, table, qsl, torch.tensor(lens), 0.25, True)
         torch.testing.assert_close(out, expect, atol=2e-2, rtol=2e-2)
     assert simulator.ledger().replays == 5
+
+
+def test_dtype_conversion_inside_capture_is_replayed(simulated_npu):
+    """``t.to(dtype)`` returns ``Tensor(a)`` by schema but a fresh tensor when the dtype changes:
+    it must be refreshed on replay (a stale int32 copy of the slots wrote the old cache rows)."""
+    src = torch.tensor([1, 2, 3])
+    g, (converted, same) = _capture(lambda: (src.to(torch.int32) * 1, src.to(torch.int64)))
+    src.copy_(torch.tensor([7, 8, 9]))
+    g.replay()
+    assert converted.tolist() == [7, 8, 9] and same is src

@@ -8,8 +8,10 @@ Model (``docs/simulated-npu.md``; API of ``torch_npu/npu/graphs.py``):
   other namespaces (``ascend::``, vLLM's custom ops) are descended into: their CPU kernel runs
   with the mode re-entered, so the ops inside are what gets recorded.
 * ``replay()`` re-runs the recorded ops in order; a functional op's results are copied into the
-  tensors it returned at capture (later ops read those by identity). View ops and ``aten.empty*``
-  are not re-run; in-place and ``out=`` ops write their captured arguments again.
+  tensors it returned at capture (later ops read those by identity). Ops whose result shares an
+  input's storage (views; ``to``/``reshape`` returning their input) and ``aten.empty*`` are not
+  re-run; a ``Tensor(a)`` op that returned a fresh tensor (``to(dtype)``) is, like a functional
+  op; in-place and ``out=`` ops write their captured arguments again.
 * ``graph_task_group_begin/end(stream)`` around captured ops make a task group (the end returns
   its handle). Between ``graph_task_update_begin(stream, handle)`` and ``graph_task_update_end``
   the ``npu::``/``atb::`` calls are recorded, not executed, and replace the group's ops for every
@@ -84,8 +86,10 @@ class CaptureMode(TorchDispatchMode):
             raise SimulatedNpuError(f"host sync inside NPU graph capture: {what} at {file}:{line}")
         out = func(*args, **kwargs)
         count_launch(func, args, out)
-        if func not in NO_RERUN and not func.is_view:
-            self.graph._ops.append(RecordedOp(func, args, kwargs, out))
+        if func not in NO_RERUN:  # views are dropped by RecordedOp.aliases_input
+            op = RecordedOp(func, args, kwargs, out)
+            if not op.aliases_input:
+                self.graph._ops.append(op)
         return out
 
 

@@ -96,14 +96,21 @@ def count_launch(func, args, out) -> None:
 class RecordedOp:
     """One captured op: the overload, frozen arguments and the tensors to refresh on replay."""
 
-    __slots__ = ("func", "args", "kwargs", "outs", "name")
+    __slots__ = ("func", "args", "kwargs", "outs", "name", "aliases_input")
 
     def __init__(self, func, args, kwargs, out):
         self.func, self.args, self.kwargs, self.name = func, freeze(args), freeze(kwargs), _name(func)
         returns = func._schema.returns
-        aliased = any(r.alias_info is not None for r in returns)
-        # in-place / out= ops (aliased returns) and ops returning nothing write their arguments
-        self.outs = None if aliased or not returns else flat_tensors(out)
+        writes = any(r.alias_info is not None and r.alias_info.is_write for r in returns)
+        may_alias = any(r.alias_info is not None and not r.alias_info.is_write for r in returns)
+        # in-place / out= ops and ops returning nothing write their arguments: re-run, no copy
+        self.outs = None if writes or not returns else flat_tensors(out)
+        # ``Tensor(a)`` returns (``to``, ``reshape``, ...) either are the input (a view: nothing
+        # to replay) or a fresh tensor (functional: re-run and refresh), decided by storage
+        self.aliases_input = False
+        if may_alias and self.outs is not None:
+            inputs = {t.untyped_storage().data_ptr() for t in flat_tensors((args, list(kwargs.values())))}
+            self.aliases_input = any(t.untyped_storage().data_ptr() in inputs for t in self.outs)
 
     def writes(self) -> list[torch.Tensor]:
         """Tensors this op writes: its outputs, or its mutable (``Tensor(a!)``) arguments."""

@@ -95,3 +95,44 @@ def test_no_capture_no_record_in_emulation():
     """CPU (no simulator): nothing is captured, the hook updates nothing."""
     graph_params.clear()
     assert graph_params.update_graph_params(SimpleNamespace(batch_descriptor=None, attn_metadata={})) == 0
+
+
+def test_mla_decode_replay_after_update_uses_the_step_lengths(sim):
+    """The same for ASCEND_MLA's decode (npu_fused_infer_attention_score with query_rope /
+    key_rope), against the MLA reference at the new lengths; without the update it differs."""
+    from vllm.v1.attention.backend import AttentionType
+    from vllm_ascend_attention.backends.mla import AscendMLAImpl
+
+    n_heads, lat, rope_dim = 4, 32, 16
+    impl = AscendMLAImpl(n_heads, lat + rope_dim, 0.2, 1, None, None, "auto", None,
+                         AttentionType.DECODER, None, q_lora_rank=None, kv_lora_rank=lat,
+                         qk_nope_head_dim=8, qk_rope_head_dim=rope_dim, qk_head_dim=8 + rope_dim,
+                         v_head_dim=8, kv_b_proj=None)
+    g = torch.Generator().manual_seed(1)
+    cache = torch.randn(NB, 1, BS, lat + rope_dim, generator=g).to(DT)
+    table = torch.tensor([[2, 4], [1, 0]], dtype=torch.int32)
+    q_nope = torch.randn(2, n_heads, lat, generator=g).to(DT)
+    q_pe = torch.randn(2, n_heads, rope_dim, generator=g).to(DT)
+    layer = SimpleNamespace(layer_name="model.layers.0.self_attn.attn")
+
+    def meta(kv):
+        return SimpleNamespace(decode=SimpleNamespace(block_table=table),
+                               ascend_decode=HostLengths([1, 2], kv))
+
+    results = []
+    for update in (True, False):
+        graph_params.clear()
+        from ascend_ops import device
+
+        graph = device.Graph()
+        graph.capture_begin()
+        out, _ = impl.forward_mqa((q_nope, q_pe), cache, meta([7, 20]), layer)
+        graph.capture_end()
+        if update:
+            graph_params.update_graph_params(
+                SimpleNamespace(batch_descriptor=None, attn_metadata={layer.layer_name: meta([8, 21])}))
+        graph.replay()
+        nope, rope = impl._caches(cache)
+        want = ascend_ops.reference.mla_decode(q_nope, q_pe, nope, rope, table, [1, 2], [8, 21], 0.2)
+        results.append(torch.allclose(out.float(), want.float(), atol=2e-2, rtol=2e-2))
+    assert results == [True, False]

@@ -41,3 +41,29 @@ def mla_decode(q_nope, q_pe, kv_c_cache, k_pe_cache, block_table, ends, kv_lens,
         sparse_mode=3,
     )
     return out
+
+
+def mla_decode_out(q_nope, q_pe, kv_c_cache, k_pe_cache, block_table, ends, kv_lens, scale, out,
+                   softmax_lse, workspace):
+    """The ``.out`` overload of the same call, writing ``out`` / ``softmax_lse``: what a captured
+    call is re-issued with between ``graph_task_update_begin/end``."""
+    torch_npu().npu_fused_infer_attention_score.out(
+        q_nope.contiguous(),
+        _paged(kv_c_cache, "kv_c_cache"),
+        _paged(kv_c_cache, "kv_c_cache"),
+        query_rope=q_pe.contiguous(),
+        key_rope=_paged(k_pe_cache, "k_pe_cache"),
+        actual_seq_lengths=list(ends),
+        actual_seq_lengths_kv=list(kv_lens),
+        block_table=block_table if block_table.dtype == torch.int32 else block_table.to(torch.int32),
+        block_size=kv_c_cache.shape[1],
+        num_heads=q_nope.shape[1],
+        num_key_value_heads=1,
+        scale=scale,
+        input_layout="TND",
+        atten_mask=_causal_mask(q_nope.device),
+        sparse_mode=3,
+        workspace=workspace,
+        attention_out=out,
+        softmax_lse=softmax_lse,
+    )

@@ -35,10 +35,16 @@ from vllm.model_executor.layers.attention.mla_attention import (
     MLACommonMetadata,
     MLACommonMetadataBuilder,
 )
-from vllm.v1.attention.backend import AttentionType, CommonAttentionMetadata, MultipleOf
+from ascend_ops import device
+from vllm.v1.attention.backend import (
+    AttentionCGSupport,
+    AttentionType,
+    CommonAttentionMetadata,
+    MultipleOf,
+)
 from vllm.v1.attention.backends.mla.prefill.base import MLAPrefillBackend
 
-from vllm_ascend_attention import kv_layout
+from vllm_ascend_attention import graph_params, host_lengths, kv_layout
 from vllm_ascend_attention.host_lengths import HostLengths
 
 
@@ -118,7 +124,13 @@ class AscendMLAMetadataBuilder(MLACommonMetadataBuilder[MLACommonMetadata]):
     decode requests ``[0, num_decodes)`` and of the prefill requests ``[num_decodes, num_reqs)``,
     query ends relative to the group's first request), built from ``query_start_loc_cpu`` and
     ``seq_lens_cpu_upper_bound`` (``vllm/v1/attention/backend.py``), never from device tensors.
+    The decode lengths cover all ``num_decode_tokens`` rows of a padded FULL-graph batch (padding
+    tokens become dummy requests in the padded slots, see ``host_lengths``), so uniform decode
+    batches can be captured: the decode call is re-issued with each step's lengths before a
+    replay (``graph_params``).
     """
+
+    _cudagraph_support: ClassVar[AttentionCGSupport] = AttentionCGSupport.UNIFORM_BATCH
 
     def build(self, common_prefix_len: int, common_attn_metadata: CommonAttentionMetadata,
               fast_build: bool = False) -> MLACommonMetadata:
@@ -128,7 +140,10 @@ class AscendMLAMetadataBuilder(MLACommonMetadataBuilder[MLACommonMetadata]):
         seq = seq[: cm.num_reqs] if seq is not None else cm.seq_lens[: cm.num_reqs].cpu()
         qsl = cm.query_start_loc_cpu
         num_decodes = md.num_decodes or 0
-        md.ascend_decode = _host_lengths(qsl, seq, 0, num_decodes)
+        md.ascend_decode = host_lengths.build(
+            qsl[: num_decodes + 1], seq[:num_decodes], md.num_decode_tokens or 0,
+            cm.block_table_tensor.shape[1] * self.kv_cache_spec.block_size,
+        )
         md.ascend_prefill = _host_lengths(qsl, seq, num_decodes, cm.num_reqs)
         return md
 
@@ -197,12 +212,24 @@ class AscendMLAImpl(MLACommonImpl[MLACommonMetadata]):
         lengths = attn_metadata.ascend_decode
         n = lengths.num_tokens
         nope, rope = self._caches(kv_c_and_k_pe_cache)
-        out = ascend_ops.mla_decode(
-            q_nope[:n], q_pe[:n], nope, rope, attn_metadata.decode.block_table,
-            lengths.ends, lengths.kv_lens, self.scale,
-        )
-        if n < q_nope.shape[0]:
-            out = torch.cat([out, out.new_zeros(q_nope.shape[0] - n, *out.shape[1:])])
+        rows = q_nope.shape[0]
+        q_nope, q_pe = q_nope[:n], q_pe[:n]
+        block_table = attn_metadata.decode.block_table
+        out = q_nope.new_zeros(q_nope.shape)
+        lse = q_nope.new_empty(1)
+
+        def launch(step, workspace=None) -> None:
+            ascend_ops.mla_decode(q_nope, q_pe, nope, rope, block_table, step.ascend_decode.ends,
+                                  step.ascend_decode.kv_lens, self.scale, out=out, softmax_lse=lse,
+                                  workspace=workspace)
+
+        if device.is_capturing():
+            name = getattr(layer, "layer_name", None) or f"mla@{id(self):x}"
+            graph_params.capture_call(name, launch, attn_metadata)
+        else:
+            launch(attn_metadata)
+        if n < rows:  # rows no request owns (not attended)
+            out = torch.cat([out, out.new_zeros(rows - n, *out.shape[1:])])
         return out, None
 
     # -- prefill (context from the cache + new tokens, up-projected, causal) ----------------

@@ -93,9 +93,41 @@ def _(q_nope, q_pe, kv_c_cache, k_pe_cache, block_table, actual_seq_lengths, act
     return torch.empty_like(q_nope)
 
 
+def _mla_decode_out_impl(q_nope: torch.Tensor, q_pe: torch.Tensor, kv_c_cache: torch.Tensor,
+                         k_pe_cache: torch.Tensor, block_table: torch.Tensor,
+                         actual_seq_lengths: list[int], actual_seq_lengths_kv: list[int],
+                         scale: float, out: torch.Tensor, softmax_lse: torch.Tensor,
+                         workspace: torch.Tensor | None = None) -> None:
+    ends, kv_lens = list(actual_seq_lengths), list(actual_seq_lengths_kv)
+    _decode_checks(q_nope, q_pe, kv_c_cache, k_pe_cache, block_table, ends, kv_lens)
+    _checks.same_shape("out", out, "q_nope", q_nope)
+    _checks.same_dtype("out", out, "q_nope", q_nope)
+    backend = select_backend(q_nope)
+    count("mla_decode", backend)
+    table = block_table[: len(ends)]
+    if backend == "npu":
+        _npu_mla.mla_decode_out(q_nope, q_pe, kv_c_cache, k_pe_cache, table, ends, kv_lens, scale,
+                                out, softmax_lse, workspace)
+        return
+    out.copy_(mla_reference.mla_decode(q_nope, q_pe, kv_c_cache, k_pe_cache, table, ends, kv_lens, scale))
+
+
+_mla_decode_out_op = torch.library.custom_op(
+    "ascend::mla_decode_out", mutates_args=("out", "softmax_lse"))(_mla_decode_out_impl)
+
+
+@_mla_decode_out_op.register_fake
+def _(q_nope, q_pe, kv_c_cache, k_pe_cache, block_table, actual_seq_lengths, actual_seq_lengths_kv,
+      scale, out, softmax_lse, workspace=None):
+    _decode_checks(q_nope, q_pe, kv_c_cache, k_pe_cache, block_table, list(actual_seq_lengths),
+                   list(actual_seq_lengths_kv))
+
+
 def mla_decode(q_nope: torch.Tensor, q_pe: torch.Tensor, kv_c_cache: torch.Tensor,
                k_pe_cache: torch.Tensor, block_table: torch.Tensor, actual_seq_lengths: list[int],
-               actual_seq_lengths_kv: list[int], scale: float) -> torch.Tensor:
+               actual_seq_lengths_kv: list[int], scale: float, *, out: torch.Tensor | None = None,
+               softmax_lse: torch.Tensor | None = None,
+               workspace: torch.Tensor | None = None) -> torch.Tensor:
     """Paged latent attention (MLA decode with absorbed weights).
 
     Request b owns query rows ``actual_seq_lengths[b-1]:actual_seq_lengths[b]`` (the last q_len of
@@ -110,13 +142,25 @@ def mla_decode(q_nope: torch.Tensor, q_pe: torch.Tensor, kv_c_cache: torch.Tenso
     NPU: ``npu_fused_infer_attention_score`` with ``query_rope``/``key_rope``, the latent cache as
     key and value, ``num_key_value_heads=1`` (vllm-ascend's MLA decode mapping; see
     ``ascend_ops._npu_mla``). CPU: the vectorised reference (no C++ kernel).
+    ``out`` ([T, N, L], q_nope's dtype): write the result there and return it; on NPU the
+    ``npu_fused_infer_attention_score.out`` overload (``softmax_lse`` then required: a [1]
+    tensor of q_nope's dtype kept with ``out``; ``workspace`` optional), the form a captured
+    call is re-issued with by a graph parameter update.
     Raises TypeError/ValueError naming the argument for bad dtypes, shapes or lengths.
     """
     args = (q_nope, q_pe, kv_c_cache, k_pe_cache, block_table,
             [int(v) for v in actual_seq_lengths], [int(v) for v in actual_seq_lengths_kv], float(scale))
-    if eager_direct(*args[:5]):
-        return _mla_decode_impl(*args)
-    return torch.ops.ascend.mla_decode(*args)
+    if out is None:
+        if eager_direct(*args[:5]):
+            return _mla_decode_impl(*args)
+        return torch.ops.ascend.mla_decode(*args)
+    if softmax_lse is None:
+        raise ValueError("out= needs softmax_lse (a [1] tensor of q_nope's dtype kept with out)")
+    if eager_direct(*args[:5], out, softmax_lse):
+        _mla_decode_out_impl(*args, out, softmax_lse, workspace)
+    else:
+        torch.ops.ascend.mla_decode_out(*args, out, softmax_lse, workspace)
+    return out
 
 
 # ---- prefill ---------------------------------------------------------------------------------

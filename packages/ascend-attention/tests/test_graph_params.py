@@ -58,7 +58,8 @@ def _run(sim, update: bool):
     block_table = torch.tensor([[3, 1], [0, 5]], dtype=torch.int32)
     impl = AscendAttentionImpl(HQ, D, 0.125, HK, None, None, "auto")
     layer = SimpleNamespace(layer_name="model.layers.0.self_attn.attn")
-    q = torch.randn(2, HQ * D, generator=g).to(DT)  # persistent input buffer
+    # persistent input buffer; the query is a column slice of the fused QKV output, as in vLLM
+    q = torch.randn(2, HQ * D + 2 * HK * D, generator=g).to(DT)[:, : HQ * D]
     output = torch.zeros(2, HQ * D, dtype=DT)
     from ascend_ops import device
 

@@ -312,6 +312,9 @@ class AscendAttentionImpl(AttentionImpl[AscendAttentionMetadata]):
 
     def _paged(self, layer, q, key_cache, value_cache, md: AscendAttentionMetadata, out) -> None:
         """FIA over the paged cache into ``out``; captured as an updatable task group on NPU."""
+        # FIA takes a dense query (vLLM's q is a column slice of the fused QKV output). Made
+        # here, outside the launch, so a captured call and its updates read the same tensor.
+        q = q.contiguous()
         lse = q.new_empty(1)
         tensors = (q, key_cache, value_cache, md.block_table, md.query_start_loc, md.seq_lens)
         causal = md.causal

@@ -213,7 +213,9 @@ class AscendMLAImpl(MLACommonImpl[MLACommonMetadata]):
         n = lengths.num_tokens
         nope, rope = self._caches(kv_c_and_k_pe_cache)
         rows = q_nope.shape[0]
-        q_nope, q_pe = q_nope[:n], q_pe[:n]
+        # dense copies made outside the launch: a captured call and its updates read the same
+        # tensors (a copy made at update time would hold update-time contents)
+        q_nope, q_pe = q_nope[:n].contiguous(), q_pe[:n].contiguous()
         block_table = attn_metadata.decode.block_table
         out = q_nope.new_zeros(q_nope.shape)
         lse = q_nope.new_empty(1)

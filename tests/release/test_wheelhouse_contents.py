@@ -79,6 +79,11 @@ def test_wheel_metadata_is_this_projects_own(wheelhouse, name):
     # PEP 639: the license text travels in the wheel's .dist-info/licenses/
     assert meta.get_all("License-File") == ["LICENSE"]
     assert any(re.fullmatch(r"[^/]+\.dist-info/licenses/LICENSE", n) for n in names), names
+    # the module's __version__ (what users print) agrees with the distribution's version
+    with zipfile.ZipFile(wheel) as z:
+        (init,) = [n for n in z.namelist() if re.fullmatch(r"[a-z_]+/__init__\.py", n)]
+        found = re.search(r'(?m)^__version__ = "([^"]+)"$', z.read(init).decode())
+    assert found and found.group(1) == meta["Version"], (init, found and found.group(1))
     with tarfile.open(sdist) as t:
         members = {m.split("/", 1)[1] for m in t.getnames() if "/" in m}
     assert {"LICENSE", "README.md", "CHANGELOG.md", "pyproject.toml", "PKG-INFO"} <= members

@@ -84,8 +84,9 @@ def build_all(out: Path = DEFAULT_OUT, *, isolated: bool = False) -> list[Path]:
 def build_variant(folder: str, version: str, out: Path) -> Path:
     """Wheel of ``packages/<folder>`` with its ``[project] version`` replaced by ``version``.
 
-    The package folder is copied to a temporary directory and only the copy's pyproject is
-    edited (the checkout is never touched). Used to stage a single upgraded layer.
+    The package folder is copied to a temporary directory and only the copy's pyproject and
+    ``src/*/__init__.py`` ``__version__`` are edited (the checkout is never touched). Used to
+    stage a single upgraded layer.
 
     Returns:
         Path of the wheel in ``out``.
@@ -107,6 +108,9 @@ def build_variant(folder: str, version: str, out: Path) -> Path:
         if n != 1:
             raise ValueError(f"{src / 'pyproject.toml'} has no literal `version = \"...\"` line")
         pyproject.write_text(text)
+        for init in copy.glob("src/*/__init__.py"):  # keep the module's __version__ in step
+            init.write_text(re.sub(r'(?m)^__version__ = "[^"]*"$', f'__version__ = "{version}"',
+                                   init.read_text()))
         _build(copy, out, isolated=False, wheel_only=True)
     name = tomllib.loads(text)["project"]["name"]
     wheels = list(out.glob(f"{_norm(name)}-{version}-*.whl"))

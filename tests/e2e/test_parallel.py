@@ -130,8 +130,10 @@ def _generate_ray(model: str, prompts: list[list[int]]) -> dict:
     ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False,
              num_cpus=1, object_store_memory=80 << 20, resources={"NPU": 2})
     os.environ["VLLM_ASCEND_EMULATE"] = emulate
-    # engine core in this process, on this Ray driver: a forked engine-core process would inherit
-    # a dead Ray connection (vLLM forks by default) and hang creating the placement group
+    # engine core in this process, on this Ray driver (ray.init above): a separate engine-core
+    # process is not this driver. When vLLM forked it, it inherited a dead Ray connection and hung
+    # creating the placement group; the spawned one the platform now starts (docs/worker-start.md)
+    # is not tested with Ray.
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
     node = ray._private.worker._global_node  # no public API lists the processes ray.init started
     ray_pids = [p.process.pid for procs in node.all_processes.values() for p in procs]

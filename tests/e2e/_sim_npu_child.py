@@ -4,8 +4,8 @@ Run as a script: ``python _sim_npu_child.py SPEC_JSON OUT_JSON``. ``SPEC_JSON`` 
 ``prompts`` (token ids), ``max_tokens`` (one per prompt), ``engine`` (LLM keyword arguments shared
 by every run) and ``runs``: a list of ``{"name", "engine": {...}, "env": {...}}``, built one after
 another in this process (each closed before the next; ``env`` is applied before the run's engine
-starts and removed after it; variables read once per process, such as
-``VLLM_ASCEND_GRAPH_PARAM_UPDATE``, belong in the child's own environment instead). ``OUT_JSON`` receives ``{name: {"tokens", "facts"}}``.
+starts and removed after it; ``VLLM_ASCEND_GRAPH_PARAM_UPDATE`` is applied by calling the
+platform's ``connect_graph_param_updates`` again, as the general plugin does once per process). ``OUT_JSON`` receives ``{name: {"tokens", "facts"}}``.
 
 The environment is simulated-NPU mode (docs/simulated-npu.md): ``VLLM_ASCEND_SIMULATE_NPU=1``,
 ``VLLM_ASCEND_EMULATE`` removed (the e2e session sets it for the emulation tests). When
@@ -69,9 +69,19 @@ def _run(spec: dict, run: dict) -> dict:
     from engine import close_llm
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt
+    from vllm_ascend_graph import params as graph_params
+    from vllm_ascend_platform.layers import connect_graph_param_updates
 
     saved = {k: os.environ.get(k) for k in run.get("env", {})}
     os.environ.update(run.get("env", {}))
+    connect_graph_param_updates()  # the update hook as VLLM_ASCEND_GRAPH_PARAM_UPDATE now says
+    replay_tokens: set[int] = set()
+
+    def record(params) -> None:  # unpadded tokens of each FULL replay (batch sizes seen)
+        if params.num_actual_tokens is not None:
+            replay_tokens.add(int(params.num_actual_tokens))
+
+    graph_params.register_param_update_hook(record)
     try:
         kwargs = dict(model=spec["model"], seed=0, **spec.get("engine", {}))
         kwargs.update(run.get("engine", {}))
@@ -84,15 +94,18 @@ def _run(spec: dict, run: dict) -> dict:
             outs = llm.generate(prompts, params, use_tqdm=False)
             tokens = [list(o.outputs[0].token_ids) for o in outs]
             facts = _facts(llm)
+            facts["full_replay_tokens"] = sorted(replay_tokens)
         finally:
             close_llm(llm)
             gc.collect()
     finally:
+        graph_params.unregister_param_update_hook(record)
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+        connect_graph_param_updates()
     return {"tokens": tokens, "facts": facts}
 
 

@@ -3,17 +3,19 @@
 The whole NPU code path of the plugin runs on CPU over ``ascend_ops.simulator``
 (docs/simulated-npu.md): torch_npu operators with their published schemas and constraints, ACL
 graphs captured and replayed by the simulated ``NPUGraph``, attention parameters updated per
-replay through ``graph_task_update``. One child process builds two engines in turn:
+replay through ``graph_task_update``. One child process builds three engines in turn:
 
 * ``eager``: ``enforce_eager=True``;
-* ``graph``: vLLM's default execution mode (FULL_AND_PIECEWISE; capture sizes 1, 2, 4, 8);
+* ``graph``: vLLM's default execution mode (FULL_AND_PIECEWISE; capture sizes 1, 2, 4, 8, 16:
+  FULL graphs for uniform decode up to ``max_num_seqs`` 8, PIECEWISE for mixed steps);
+* ``graph_no_update``: the graph engine with ``VLLM_ASCEND_GRAPH_PARAM_UPDATE=0`` (negative
+  control).
 
-and a second child ``graph_no_update``: the graph engine with ``VLLM_ASCEND_GRAPH_PARAM_UPDATE=0``
-(negative control; the variable is read once per process, when vLLM loads the general plugin).
-
-The 8 prompts have different lengths and ``max_tokens``, and at most 6 run at once, so the
-decode batch changes size (through 7, 6, 5 and 3, between capture sizes) and composition
-(requests finish and waiting ones join) during the run. Checks: graph == eager token for token;
+The 8 prompts have different lengths (5 to ~100 tokens) and ``max_tokens``; prompts are
+prefilled in chunks of 16 tokens next to running decodes, and requests finish at different
+steps, so the batch changes size (between capture sizes too: the test checks FULL replays of
+batches that are not a capture size) and composition during the run. Checks: graph == eager
+token for token;
 eager agrees with HF transformers float32 teacher-forced at >= 97 % of generated positions;
 without the per-replay parameter update the graph tokens differ from eager (the simulator
 replays the captured host arguments, as a real ACL graph would).
@@ -25,8 +27,10 @@ import pytest
 from _sim_npu import assert_agreement, run_child, teacher_forced
 
 MAX_TOKENS = [2, 4, 6, 8, 10, 12, 5, 9]
-CAPTURE_SIZES = [1, 2, 4, 8]
-ENGINE = dict(dtype="float16", max_model_len=512, max_num_seqs=6, gpu_memory_utilization=0.5)
+CAPTURE_SIZES = [1, 2, 4, 8, 16]
+FULL_SIZES = [1, 2, 4, 8]  # FULL (uniform decode) graphs stop at max_num_seqs
+ENGINE = dict(dtype="float16", max_model_len=512, max_num_seqs=8, max_num_batched_tokens=16,
+              enable_chunked_prefill=True, gpu_memory_utilization=0.5)
 GRAPH = dict(compilation_config={"cudagraph_capture_sizes": CAPTURE_SIZES})
 
 
@@ -37,14 +41,16 @@ def prompts(prompt_ids) -> list[list[int]]:
 
 @pytest.fixture(scope="module")
 def runs(model_path, prompts, tmp_path_factory) -> dict:
-    base = {"model": model_path, "prompts": prompts, "max_tokens": MAX_TOKENS, "engine": ENGINE}
-    runs = run_child({**base, "runs": [{"name": "eager", "engine": {"enforce_eager": True}},
-                                       {"name": "graph", "engine": GRAPH}]},
-                     tmp_path_factory.mktemp("sim_smollm2"))
-    runs.update(run_child({**base, "runs": [{"name": "graph_no_update", "engine": GRAPH}]},
-                          tmp_path_factory.mktemp("sim_smollm2_no_update"),
-                          env={"VLLM_ASCEND_GRAPH_PARAM_UPDATE": "0"}))
-    return runs
+    spec = {
+        "model": model_path, "prompts": prompts, "max_tokens": MAX_TOKENS, "engine": ENGINE,
+        "runs": [
+            {"name": "eager", "engine": {"enforce_eager": True}},
+            {"name": "graph", "engine": GRAPH},
+            {"name": "graph_no_update", "engine": GRAPH,
+             "env": {"VLLM_ASCEND_GRAPH_PARAM_UPDATE": "0"}},
+        ],
+    }
+    return run_child(spec, tmp_path_factory.mktemp("sim_smollm2"))
 
 
 def test_ran_on_the_simulated_npu_path(runs):
@@ -54,8 +60,10 @@ def test_ran_on_the_simulated_npu_path(runs):
         assert facts["backends"] == ["npu"], f"{name}: ops ran on {facts['backends']}"
     graph = runs["graph"]["facts"]
     assert graph["cudagraph_mode"] == "FULL_AND_PIECEWISE"
-    assert graph["full_sizes"] == CAPTURE_SIZES
+    assert graph["full_sizes"] == FULL_SIZES
     assert graph["full_replays"] > 0 and graph["piecewise_replays"] > 0
+    between = set(graph["full_replay_tokens"]) - set(FULL_SIZES)
+    assert between, f"no FULL replay of a padded batch: {graph['full_replay_tokens']}"
     assert graph["sim_replays"] > 0, "the simulated NPUGraph replayed nothing"
     assert runs["eager"]["facts"]["cudagraph_mode"] == "NONE"
 

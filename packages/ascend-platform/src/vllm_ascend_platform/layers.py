@@ -54,6 +54,7 @@ def import_optional(module: str) -> ModuleType | None:
 PARAM_UPDATE_ENV = "VLLM_ASCEND_GRAPH_PARAM_UPDATE"
 #: the graph layer's registration function for pre-replay hooks
 GRAPH_PARAM_HOOK_REGISTRAR = "vllm_ascend_graph.params.register_param_update_hook"
+GRAPH_PARAM_HOOK_UNREGISTRAR = "vllm_ascend_graph.params.unregister_param_update_hook"
 
 
 def connect_graph_param_updates() -> bool:
@@ -62,8 +63,10 @@ def connect_graph_param_updates() -> bool:
     Both are named by strings only: the attention layer publishes the hook's qualified name
     as ``vllm_ascend_attention.GRAPH_PARAM_UPDATE_HOOK``; the graph layer runs registered
     hooks before every FULL replay. Runs in every process (the general plugin calls it after
-    the layers' register hooks). ``VLLM_ASCEND_GRAPH_PARAM_UPDATE=0`` leaves it unregistered,
-    so captured graphs replay their capture-time attention lengths (a negative control).
+    the layers' register hooks). ``VLLM_ASCEND_GRAPH_PARAM_UPDATE=0`` leaves it unregistered
+    (and removes it when an earlier call registered it: calling again applies the variable's
+    current value), so captured graphs replay their capture-time attention lengths (a negative
+    control).
 
     Returns:
         True when the hook was registered.
@@ -78,13 +81,15 @@ def connect_graph_param_updates() -> bool:
     value = os.environ.get(PARAM_UPDATE_ENV, "1").strip().lower()
     if value not in ("0", "1", "false", "true", "no", "yes", "off", "on", ""):
         raise ValueError(f"{PARAM_UPDATE_ENV}={value!r} must be 1 (default) or 0.")
-    if value in ("0", "false", "no", "off"):
-        return False
     attention = import_optional("vllm_ascend_attention")
     if attention is None or import_optional("vllm_ascend_graph") is None:
         return False
     hook_name = getattr(attention, "GRAPH_PARAM_UPDATE_HOOK", None)
     if hook_name is None:
         return False
-    resolve_obj_by_qualname(GRAPH_PARAM_HOOK_REGISTRAR)(resolve_obj_by_qualname(hook_name))
+    hook = resolve_obj_by_qualname(hook_name)
+    if value in ("0", "false", "no", "off"):  # also undo an earlier registration in this process
+        resolve_obj_by_qualname(GRAPH_PARAM_HOOK_UNREGISTRAR)(hook)
+        return False
+    resolve_obj_by_qualname(GRAPH_PARAM_HOOK_REGISTRAR)(hook)
     return True

@@ -67,7 +67,11 @@ class NPUModelRunner(GPUModelRunner):
     def __init__(self, vllm_config: VllmConfig, device: torch.device) -> None:
         self.emulated = envs.emulate()
         self.simulated = envs.simulate_npu()
-        self._simulated_kv_bytes = 0
+        if self.simulated:
+            from vllm_ascend_platform.simulated import DeviceHolding
+
+            # what this runner holds on the simulated device, released when it is collected
+            self._device_holding = DeviceHolding(self)
         with device_stream_api():
             super().__init__(vllm_config, device)
         if self.emulated:
@@ -123,9 +127,7 @@ class NPUModelRunner(GPUModelRunner):
         self.model = self.load_lora_model(self.model, self.vllm_config, self.device) if self.lora_config else self.model
         self.model_memory_usage = _module_bytes(self.model)
         if self.simulated:
-            from vllm_ascend_platform.simulated import account_alloc
-
-            account_alloc(self.model_memory_usage)
+            self._device_holding.hold("weights", self.model_memory_usage)
         self._wrap_full_graph()
         logger.info_once(
             "Model weights take %.3f GiB of %s device memory.",
@@ -138,12 +140,8 @@ class NPUModelRunner(GPUModelRunner):
         """vLLM's KV-cache set-up; simulated, the allocation is accounted on the device."""
         super().initialize_kv_cache(kv_cache_config, is_profiling=is_profiling, **kwargs)
         if self.simulated and not is_profiling:
-            from vllm_ascend_platform.simulated import account_alloc, account_free
-
-            if self._simulated_kv_bytes:
-                account_free(self._simulated_kv_bytes)
-            self._simulated_kv_bytes = sum(int(t.size) for t in kv_cache_config.kv_cache_tensors)
-            account_alloc(self._simulated_kv_bytes)
+            kv_bytes = sum(int(t.size) for t in kv_cache_config.kv_cache_tensors)
+            self._device_holding.hold("kv_cache", kv_bytes)
 
     def _wrap_full_graph(self) -> None:
         """FULL/FULL_DECODE_ONLY/FULL_AND_PIECEWISE: wrap the model in the static graph

@@ -11,8 +11,9 @@ on a node of 8 NPUs unless ``ASCEND_RT_VISIBLE_DEVICES`` lists the visible ones.
 CPU-only torch has no accelerator, so ``torch.accelerator.synchronize()``, ``empty_cache()``,
 ``empty_host_cache()`` and ``get_memory_info()`` (called unconditionally by vLLM's loaders,
 runner and shutdown) raise; here they go to the simulated runtime through ``ascend_ops.device``
-(a synchronize is a host sync the simulator counts, and refuses inside a graph capture), and
-the cache calls have nothing to release.
+(a synchronize is a host sync the simulator counts, and refuses inside a graph capture;
+``empty_cache`` returns the simulated caching allocator's freed blocks, so ``mem_get_info`` sees
+memory an earlier engine of the process released).
 
 With ``ASCEND_OPS_SIM_CALLSITES_DIR`` set, each such process writes the simulator's
 ``call_sites()`` (the torch_npu / torch.npu calls our code made) into that folder when it exits,
@@ -63,7 +64,9 @@ def install_simulated_npu() -> Any:
         device.synchronize()
 
     def empty_cache(*args: Any, **kwargs: Any) -> None:
-        return None
+        from ascend_ops.simulator import runtime  # torch.npu.empty_cache of the simulator
+
+        runtime.empty_cache()
 
     def empty_host_cache(*args: Any, **kwargs: Any) -> None:
         return None
@@ -107,6 +110,42 @@ def _settle_host_library_probes() -> None:
         for check_device in (False, True):
             probe(check_device)
             probe(check_device=check_device)
+
+
+class DeviceHolding:
+    """Named amounts of simulated device memory one owner holds (weights, KV cache).
+
+    ``hold(name, nbytes)`` accounts ``nbytes`` (replacing what ``name`` held before); all of it
+    is released by :meth:`release` (the worker's shutdown) or, at the latest, when the owner is
+    garbage-collected (``weakref.finalize``), as a real device allocator frees an engine's
+    tensors when the engine goes away; several engines built one after another in one process
+    then each see the whole device.
+    """
+
+    def __init__(self, owner: object):
+        import weakref
+
+        self._held: dict[str, int] = {}
+        weakref.finalize(owner, DeviceHolding._release, self._held)
+
+    def hold(self, name: str, nbytes: int) -> None:
+        previous = self._held.pop(name, 0)
+        if previous:
+            account_free(previous)
+        account_alloc(nbytes)
+        self._held[name] = int(nbytes)
+
+    def release(self) -> None:
+        """Free everything held (idempotent)."""
+        DeviceHolding._release(self._held)
+
+    @staticmethod
+    def _release(held: dict[str, int]) -> None:
+        total = sum(held.values())
+        held.clear()
+        if total:
+            account_free(total)
+            torch.accelerator.empty_cache()
 
 
 def account_alloc(nbytes: int) -> None:

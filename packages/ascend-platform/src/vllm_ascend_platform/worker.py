@@ -139,6 +139,13 @@ class NPUWorker(Worker):
             encoder=self.compilation_config.encoder_compilation_time,
         )
 
+    def shutdown(self) -> None:
+        """vLLM's worker shutdown; simulated, also free what the runner held on the device."""
+        super().shutdown()
+        holding = getattr(getattr(self, "model_runner", None), "_device_holding", None)
+        if holding is not None:
+            holding.release()
+
     def sleep(self, level: int = 1) -> None:
         raise NotImplementedError("Sleep mode is not supported on Ascend yet.")
 

@@ -8,10 +8,10 @@ implementation that shares no code with vLLM or with our layers.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from conftest import PLUGIN_ENV
-
 from venvs import PREPARED
 
 QUESTION = "What is the capital of France?"
@@ -77,7 +77,7 @@ def test_smollm2_answers_like_hf_transformers(full_venv, model_dir):
                                   add_generation_prompt=True, tokenize=True)
     prompt_ids = [int(i) for i in (enc["input_ids"] if hasattr(enc, "keys") else enc)]
     request = json.dumps({"prompt_ids": prompt_ids, "max_tokens": NEW_TOKENS})
-    probe = str(__import__("pathlib").Path(__file__).with_name("generate_probe.py"))
+    probe = str(Path(__file__).with_name("generate_probe.py"))
     proc = full_venv.run(probe, str(model_dir), request, env=PLUGIN_ENV, timeout=600)
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["platform"] == "vllm_ascend_platform.platform.NPUPlatform"

@@ -12,10 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import PLUGIN_ENV
-
 import venvs
 import wheelhouse as wh
+from conftest import PLUGIN_ENV
 
 PROBE = str(Path(__file__).with_name("startup_probe.py"))
 LAYER = "vllm-ascend-graph"

@@ -11,7 +11,6 @@ from __future__ import annotations
 import tarfile
 
 import pytest
-
 import venvs
 import wheelhouse as wh
 

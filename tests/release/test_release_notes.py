@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import re
 import subprocess
-import tomllib
 
 import pytest
-from packaging.version import Version
-
+import tomllib
 import wheelhouse as wh
+from packaging.version import Version
 from venvs import PREPARED
 
 MARKER = "<!-- towncrier release notes start -->"

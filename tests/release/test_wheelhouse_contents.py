@@ -13,11 +13,11 @@ import re
 import shutil
 import subprocess
 import tarfile
-import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
+import tomllib
 import wheelhouse as wh
 
 NAMES = sorted(wh.sources())

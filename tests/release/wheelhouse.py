@@ -25,8 +25,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "dist" / "wheelhouse"
@@ -71,7 +72,7 @@ def build_all(out: Path = DEFAULT_OUT, *, isolated: bool = False) -> list[Path]:
     for f in out.iterdir():
         if f.is_file() and any(f.name.startswith(_norm(n) + "-") for n in names):
             f.unlink()
-    for name, src in names.items():
+    for src in names.values():
         _build(src, out, isolated=isolated)
     built = sorted(f for f in out.iterdir() if f.suffix == ".whl" or f.name.endswith(".tar.gz"))
     for name in names:

@@ -225,3 +225,40 @@ def test_patch_is_declared_and_applies_to_vllm_032():
     assert patches._evaluate(patch, "0.33.0").state == patches.SKIPPED
     patch.apply()
     assert WorkerProc.wait_for_ready is bounded_wait_for_ready
+
+
+# --------------------------------------------------------------------------- worker-side steps
+
+
+def test_rendezvous_a_peer_never_joins_names_rank_and_step(tmp_path):
+    """A real gloo rendezvous (FileStore, world size 2) that rank 1 never joins: torch's own
+    error is a bare 'Wait timeout'; through ``startup_step`` it names the rank, the step and
+    what to check, with torch's error chained."""
+    import datetime
+
+    import torch.distributed as dist
+    from vllm_ascend_platform.worker_start import startup_step
+
+    store = dist.FileStore(str(tmp_path / "rendezvous"), 2)
+    t0 = time.monotonic()
+    with pytest.raises(WorkerStartupTimeout) as err:
+        with startup_step(0, "torch.distributed rendezvous of all ranks"):
+            dist.init_process_group("gloo", store=store, rank=0, world_size=2,
+                                    timeout=datetime.timedelta(seconds=2))
+    assert time.monotonic() - t0 < 30
+    msg = str(err.value)
+    assert msg.startswith("vllm-ascend: rank 0 timed out in start-up step torch.distributed "
+                          "rendezvous of all ranks")
+    assert "other ranks' logs" in msg and "--distributed-timeout-seconds" in msg
+    assert err.value.__cause__ is not None
+    assert not dist.is_initialized()
+
+
+def test_other_start_up_errors_pass_through_unchanged():
+    from vllm_ascend_platform.worker_start import startup_step
+
+    boom = ValueError("bad dtype")
+    with pytest.raises(ValueError) as err:
+        with startup_step(1, "init_device"):
+            raise boom
+    assert err.value is boom

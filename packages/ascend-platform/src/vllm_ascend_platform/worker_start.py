@@ -20,10 +20,12 @@ Two jobs (docs/worker-start.md explains both with the vLLM sources they follow):
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing.connection
 import os
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from vllm_ascend_platform.patches import Patch, register_patch
@@ -87,6 +89,36 @@ def ready_timeout_s() -> float:
         raise ValueError(f"{READY_TIMEOUT_ENV}={raw!r}: give a positive number of seconds, "
                          "e.g. 600")
     return value
+
+
+RENDEZVOUS_CHECK = (
+    "every rank must reach this step: read the other ranks' logs for an earlier error, check "
+    "that they run (`ps`, `py-spy dump --pid`), and that the rendezvous address or file is "
+    "reachable; --distributed-timeout-seconds sets this bound (torch's default for gloo: 30 min)"
+)
+
+
+@contextlib.contextmanager
+def startup_step(rank: int, step: str, check: str = RENDEZVOUS_CHECK) -> Iterator[None]:
+    """Name the worker's rank and start-up ``step`` in a timeout raised inside the block.
+
+    torch reports a rendezvous that a peer never joins as a bare ``RuntimeError('Wait
+    timeout')`` (FileStore) or ``DistStoreError('Timed out ...')`` (TCPStore); neither names
+    the rank or the step. Other errors pass through unchanged.
+
+    Raises:
+        WorkerStartupTimeout: from a ``TimeoutError`` or an error whose message says it timed
+            out, naming ``rank``, ``step`` and ``check``; the original is chained.
+    """
+    try:
+        yield
+    except Exception as exc:
+        text = str(exc).lower()
+        if isinstance(exc, TimeoutError) or "timeout" in text or "timed out" in text:
+            raise WorkerStartupTimeout(
+                f"vllm-ascend: rank {rank} timed out in start-up step {step}: "
+                f"{type(exc).__name__}: {exc}. Check: {check}.") from exc
+        raise
 
 
 def _describe(handles: list[Any]) -> str:

@@ -23,6 +23,7 @@ from vllm_ascend_platform import envs
 from vllm_ascend_platform.graph_capture import capture_context
 from vllm_ascend_platform.memory import KVBudget, activation_estimate, check_kv_budget
 from vllm_ascend_platform.model_runner import NPUModelRunner, device_stream_api
+from vllm_ascend_platform.worker_start import startup_step
 
 logger = init_logger("vllm.ascend.worker")
 
@@ -46,13 +47,15 @@ class NPUWorker(Worker):
             self.device = torch.device(f"npu:{self.local_rank}")
             device.set_device(self.device)
         current_platform.check_if_supports_dtype(self.model_config.dtype)
-        init_worker_distributed_environment(
-            self.vllm_config,
-            self.rank,
-            self.distributed_init_method,
-            self.local_rank,
-            current_platform.dist_backend,
-        )
+        with startup_step(self.rank, "torch.distributed rendezvous of all ranks "
+                          "(init_worker_distributed_environment)"):
+            init_worker_distributed_environment(
+                self.vllm_config,
+                self.rank,
+                self.distributed_init_method,
+                self.local_rank,
+                current_platform.dist_backend,
+            )
         set_random_seed(self.model_config.seed)
         init_workspace_manager(self.device, 1)
         self.model_runner = NPUModelRunner(self.vllm_config, self.device)

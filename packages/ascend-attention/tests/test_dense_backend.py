@@ -13,13 +13,13 @@ import torch
 import torch.nn.functional as F
 from vllm.v1.attention.backend import AttentionType
 from vllm.v1.kv_cache_interface import KVCacheLayout
-from vllm_ascend_attention.host_lengths import HostLengths
 from vllm_ascend_attention.backends.dense import (
     PREFERRED_BLOCK_SIZE,
     AscendAttentionBackend,
     AscendAttentionImpl,
     AscendAttentionMetadata,
 )
+from vllm_ascend_attention.host_lengths import HostLengths
 
 BACKENDS = ["reference"] + (["native"] if ascend_ops.native_available() else [])
 

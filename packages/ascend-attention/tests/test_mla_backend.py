@@ -114,7 +114,7 @@ def test_prefill_batch_of_two_requests_plus_padding_rows(impl):
     padding rows after them: each request equals its own naive causal attention."""
     g = torch.Generator().manual_seed(3)
     ctx, new = [5, 0], [3, 4]
-    lat = [torch.randn(c + n, L + R, generator=g) for c, n in zip(ctx, new)]
+    lat = [torch.randn(c + n, L + R, generator=g) for c, n in zip(ctx, new, strict=True)]
     blocks = [[2, 5], [1, 3]]
     cache = torch.zeros(6, 1, BS, L + R)
     for b in range(2):

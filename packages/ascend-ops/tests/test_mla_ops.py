@@ -38,7 +38,7 @@ def _paged_latent(kv_lens, dtype, seed):
 def _oracle_latent(q_nope, q_pe, rows, ends, kv_lens):
     out = torch.zeros(q_nope.shape, dtype=torch.float64)
     start = 0
-    for b, (end, kv) in enumerate(zip(ends, kv_lens)):
+    for b, (end, kv) in enumerate(zip(ends, kv_lens, strict=True)):
         c, kpe = rows[b][:, :L].double(), rows[b][:, L:].double()
         for i in range(end - start):
             vis = kv - (end - start) + i + 1
@@ -74,7 +74,7 @@ def _prefill_case(dtype, dv=24):
     v = torch.randn(total, N, dv, generator=g).to(dtype)
     want = torch.zeros(9, N, dv, dtype=torch.float64)
     qs, ks = 0, 0
-    for end, kv in zip(ends, kv_lens):
+    for end, kv in zip(ends, kv_lens, strict=True):
         for i in range(end - qs):
             vis = kv - (end - qs) + i + 1
             for h in range(N):

@@ -217,7 +217,7 @@ def attention_lengths(query, key_cache, block_table, num_requests, ends, kv_lens
         )
     block_size, columns = key_cache.shape[1], block_table.shape[1]
     prev = 0
-    for i, (end, kv) in enumerate(zip(ends, kv_lens)):
+    for i, (end, kv) in enumerate(zip(ends, kv_lens, strict=True)):
         q_len = end - prev
         prev = end
         if q_len < 0:

@@ -29,13 +29,13 @@ from typing import ClassVar
 
 import ascend_ops
 import torch
+from ascend_ops import device
 from vllm.model_executor.layers.attention.mla_attention import (
     MLACommonBackend,
     MLACommonImpl,
     MLACommonMetadata,
     MLACommonMetadataBuilder,
 )
-from ascend_ops import device
 from vllm.v1.attention.backend import (
     AttentionCGSupport,
     AttentionType,
@@ -245,9 +245,9 @@ class AscendMLAImpl(MLACommonImpl[MLACommonMetadata]):
         lengths = attn_metadata.ascend_prefill
         n = lengths.num_tokens  # rows past n are padding of the step
         rope_dim = self.qk_rope_head_dim
-        starts = [0, *lengths.ends[:-1]]
-        q_lens = [e - s for s, e in zip(starts, lengths.ends)]
-        ctx_lens = [kv - ql for kv, ql in zip(lengths.kv_lens, q_lens)]
+        starts = [0, *lengths.ends[:-1]] if lengths.ends else []
+        q_lens = [e - s for s, e in zip(starts, lengths.ends, strict=True)]
+        ctx_lens = [kv - ql for kv, ql in zip(lengths.kv_lens, q_lens, strict=True)]
         nope, rope = self._caches(kv_c_and_k_pe_cache)
         ctx_c, ctx_pe = ascend_ops.mla_gather_context(nope, rope, pre.block_table, ctx_lens)
         # per request: its context rows, then its new rows (one host-built index, no loop on device)

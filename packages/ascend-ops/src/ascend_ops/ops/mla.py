@@ -28,7 +28,7 @@ def _check_lengths(name_q: str, total: int, ends: list[int], kv_lens: list[int])
             "one entry per request"
         )
     prev = 0
-    for i, (end, kv) in enumerate(zip(ends, kv_lens)):
+    for i, (end, kv) in enumerate(zip(ends, kv_lens, strict=True)):
         if end < prev:
             raise ValueError("actual_seq_lengths must be non-decreasing cumulative query ends")
         if kv < end - prev:

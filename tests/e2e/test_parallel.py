@@ -215,8 +215,9 @@ def _child_main(argv: list[str]) -> None:
 # --------------------------------------------------------------------------- test side
 
 def _spawn(args: list[str], log_path: str, extra_env: dict | None = None) -> subprocess.Popen:
-    env = dict(os.environ, **(extra_env or {}))
+    env = dict(os.environ)
     env.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)  # conftest sets 0; DP needs the engine process
+    env.update(extra_env or {})
     log = open(log_path, "w")
     return subprocess.Popen([sys.executable, os.path.abspath(__file__), *args], stdout=log,
                             stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -256,7 +257,9 @@ def _run(model: str, tmp_path, name: str, tp: int = 1, pp: int = 1,
          ep: bool = False, graph: bool = False, extra_env: dict | None = None):
     out, log = str(tmp_path / f"{name}.json"), str(tmp_path / f"{name}.log")
     args = ["run", model, out, str(tp), str(pp)] + (["ep"] if ep else []) + (["graph"] if graph else [])
-    _wait_all([(_spawn(args, log, extra_env), log)])
+    # engine core in the child itself: one process start (and import) less per run
+    env = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", **(extra_env or {})}
+    _wait_all([(_spawn(args, log, env), log)])
     with open(out) as f:
         return json.load(f)
 

@@ -1,0 +1,103 @@
+"""msModelSlim W8A8 / W8A8_DYNAMIC checkpoints of SmolLM2-135M-Instruct for the e2e tests.
+
+Made by msModelSlim itself (PyPI ``msmodelslim``, CPU) from the demo checkpoint, once, then cached
+under ``${VLLM_ASCEND_CACHE:-~/.cache/vllm-ascend}/quantized/<name>``. The quantization configs
+follow msModelSlim's ``modelslim_v1`` format (its ``lab_practice/*/*.yaml``): one ``linear_quant``
+step, int8 per-channel symmetric min-max weights; activations per token symmetric
+(W8A8_DYNAMIC, every linear) or per tensor asymmetric (W8A8 static; ``down_proj`` left in float as
+Huawei's own W8A8 recipes do, its activation outliers make static int8 inaccurate); ``lm_head``
+excluded; ``ascendv1_saver`` with ``part_file_size`` > 0 (0 fails on SmolLM2's tied embeddings).
+
+msModelSlim is found as an importable ``msmodelslim`` or under ``$MSMODELSLIM_SITE`` (a
+``pip install --target`` folder, e.g. ``pip install --target ~/.cache/vllm-ascend/msmodelslim
+msmodelslim easydict wcmatch pygtrie --no-deps``); without it the tests skip, or fail under CI.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+_COMMON = """apiversion: modelslim_v1
+metadata:
+  config_id: {name}
+  score: 50
+  verified_model_types: []
+  label: {{w_bit: 8, a_bit: 8, is_sparse: False, kv_cache: False}}
+spec:
+  process:
+    - type: "linear_quant"
+      qconfig:
+        act: {act}
+        weight: {{scope: "per_channel", dtype: "int8", symmetric: True, method: "minmax"}}
+      include: ["*"]
+      exclude: {exclude}
+  save:
+    - type: "ascendv1_saver"
+      part_file_size: 4
+"""
+
+CONFIGS = {
+    "w8a8-dynamic": _COMMON.format(
+        name="smollm2-w8a8-dynamic", exclude='["lm_head"]',
+        act='{scope: "per_token", dtype: "int8", symmetric: True, method: "minmax"}'),
+    "w8a8": _COMMON.format(
+        name="smollm2-w8a8", exclude='["lm_head", "*.down_proj"]',
+        act='{scope: "per_tensor", dtype: "int8", symmetric: False, method: "minmax"}'),
+}
+#: bump to rebuild cached checkpoints when the recipe changes
+RECIPE_VERSION = "1"
+
+
+def _site() -> str | None:
+    if importlib.util.find_spec("msmodelslim") is not None:
+        return ""
+    from vllm_ascend import demo_model
+
+    for cand in (os.environ.get("MSMODELSLIM_SITE"), demo_model.cache_root() / "msmodelslim"):
+        if cand and (Path(cand) / "msmodelslim").is_dir():
+            return str(cand)
+    return None
+
+
+def quantized(kind: str) -> str:
+    """Path of the cached msModelSlim checkpoint ``kind`` ("w8a8" or "w8a8-dynamic"), made now
+    when absent (about 1.5 min for W8A8_DYNAMIC, 10 min for the calibrated W8A8 on 2 cores)."""
+    from vllm_ascend import demo_model
+
+    out = demo_model.cache_root() / "quantized" / f"SmolLM2-135M-Instruct-{kind}-r{RECIPE_VERSION}"
+    if (out / "quant_model_description.json").exists():
+        return str(out)
+    site = _site()
+    if site is None:
+        msg = ("msmodelslim is not installed: pip install --target ~/.cache/vllm-ascend/msmodelslim "
+               "--no-deps msmodelslim easydict wcmatch pygtrie bracex (or set MSMODELSLIM_SITE)")
+        if os.environ.get("CI") == "true":
+            pytest.fail(msg)
+        pytest.skip(msg)
+    src = demo_model.prepare()
+    work = out.with_name(out.name + ".partial")
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    cfg = work.parent / f"{kind}.yaml"
+    cfg.write_text(CONFIGS[kind])
+    env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_WAIT_POLICY="PASSIVE")
+    if site:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [site, env.get("PYTHONPATH")]))
+    cmd = [sys.executable, "-c", "import sys; from msmodelslim.cli.__main__ import main; "
+           "sys.argv[0] = 'msmodelslim'; sys.exit(main())",
+           "quant", "--model_path", str(src), "--save_path", str(work), "--device", "cpu",
+           "--model_type", "default", "--config_path", str(cfg)]
+    log = work.parent / f"{kind}.log"
+    with open(log, "w") as f:
+        rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, timeout=3600).returncode
+    if rc != 0 or not (work / "quant_model_description.json").exists():
+        raise AssertionError(f"msmodelslim failed (rc={rc}); log tail:\n{log.read_text()[-4000:]}")
+    work.rename(out)
+    return str(out)

@@ -68,13 +68,13 @@ def test_one_adapter_equals_hf_merged(llm, adapters, oracles, oracle, prompt_ids
     want = [oracles("a1").greedy(p, NEW_TOKENS).tokens for p in prompt_ids]
     assert got == want
     base = [oracle.greedy(p, NEW_TOKENS).tokens for p in prompt_ids]
-    assert sum(g != b for g, b in zip(got, base)) >= 6, "the adapter barely changes the output"
+    assert sum(g != b for g, b in zip(got, base, strict=True)) >= 6, "the adapter barely changes the output"
 
 
 def test_three_adapters_and_base_in_one_batch(llm, adapters, oracles, oracle, prompt_ids):
     names = [None, "a1", "a2", "a3"] * 2
     got, _ = _generate(llm, prompt_ids, [_req(adapters, n) for n in names], 16)
-    for row, (name, p) in enumerate(zip(names, prompt_ids)):
+    for row, (name, p) in enumerate(zip(names, prompt_ids, strict=True)):
         ref = oracle if name is None else oracles(name)
         assert got[row] == ref.greedy(p, 16).tokens, f"row {row} (adapter {name})"
 
@@ -108,7 +108,7 @@ def test_adapter_load_and_unload_at_run_time(llm, adapters, oracles, prompt_ids)
 def test_more_adapters_than_max_loras_in_flight(llm, adapters, oracles, prompt_ids):
     names = ["a1", "a2", "a3", "a4", "a1"]
     got, _ = _generate(llm, prompt_ids[:5], [_req(adapters, n) for n in names], 16)
-    for row, (name, p) in enumerate(zip(names, prompt_ids[:5])):
+    for row, (name, p) in enumerate(zip(names, prompt_ids[:5], strict=True)):
         assert got[row] == oracles(name).greedy(p, 16).tokens, f"row {row} (adapter {name})"
 
 

@@ -48,7 +48,7 @@ def test_lora_tp2_equals_tp1_and_hf_merged(tiny):
     model, adapter = tiny
     tp1 = _generate(model, adapter, 1)
     merged, base = MergedOracle(model, adapter), HFOracle(model)
-    for row, (p, with_adapter) in enumerate(zip(PROMPTS, ADAPTER_ROWS)):
+    for row, (p, with_adapter) in enumerate(zip(PROMPTS, ADAPTER_ROWS, strict=True)):
         ref = merged if with_adapter else base
         assert tp1[row] == ref.greedy(p, NEW_TOKENS).tokens, f"row {row}"
     assert any(tp1[r] != base.greedy(PROMPTS[r], NEW_TOKENS).tokens

@@ -99,8 +99,8 @@ def test_rows_match_their_adapter_teacher_forced(results, model_path, adapters, 
     from lora_adapters import MergedOracle
 
     by_adapter: dict[str | None, list] = {}
-    for names, toks in zip(ASSIGN, results["eager"]["tokens"]):
-        for name, p, gen in zip(names, prompt_ids, toks):
+    for names, toks in zip(ASSIGN, results["eager"]["tokens"], strict=True):
+        for name, p, gen in zip(names, prompt_ids, toks, strict=True):
             by_adapter.setdefault(name, []).append((p, gen))
     agreed = total = 0
     for name, rows in by_adapter.items():

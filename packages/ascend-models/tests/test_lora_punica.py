@@ -32,7 +32,7 @@ def _weights(seed=0):
 def _expected(y, x, a, b, scale):
     out = y.double().clone()
     off = 0
-    for ai, bi, n in zip(a, b, SLICES):
+    for ai, bi, n in zip(a, b, SLICES, strict=True):
         for t, lid in enumerate(TOKEN_IDS):
             if lid:
                 s = SLOT_OF[lid]

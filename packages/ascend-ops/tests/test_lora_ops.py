@@ -62,7 +62,7 @@ def test_lora_linear_per_slice_matches_merged_oracle(backend, prob):
     x, a, b, y, idx = _tensors(*prob)
     want = y.double().clone()
     off = 0
-    for ai, bi, n in zip(a, b, slices):
+    for ai, bi, n in zip(a, b, slices, strict=True):
         want = _merged_oracle(want, x, ai, bi, idx, 0.5, off, n)
         ascend_ops.lora_linear(y, x, ai, bi, idx, 0.5, off, n)
         off += n
@@ -76,7 +76,7 @@ def test_shrink_then_expand_equals_linear_and_untouched_rows(backend, prob):
     x, a, b, y, idx = _tensors(*prob)
     y_fused, y_split = y.clone(), y.clone()
     off = 0
-    for ai, bi, n in zip(a, b, slices):
+    for ai, bi, n in zip(a, b, slices, strict=True):
         buf = torch.full((x.shape[0], rank), 7.0)  # shrink overwrites, even rows without adapter
         ascend_ops.lora_shrink(x, ai, idx, 0.5, buf)
         ascend_ops.lora_expand(buf, bi, idx, y_split, off, n, add_inputs=True)
@@ -108,7 +108,7 @@ def test_sgmv_equals_bgmv_of_expanded_segments(backend, prob, add_inputs):
     x = torch.randn(rows, hidden, generator=g).to(dtype)
     a = torch.randn(slots, 1, rank, hidden, generator=g).to(dtype)
     b = torch.randn(slots, 1, out, rank, generator=g).to(dtype)
-    per_tok = torch.tensor([l for n, l in zip(lens, loras) for _ in range(n)] + [-1] * pad)
+    per_tok = torch.tensor([lo for n, lo in zip(lens, loras, strict=True) for _ in range(n)] + [-1] * pad)
     seg_lens, seg_lora = torch.tensor(lens), torch.tensor(loras)
     s_seg, s_tok = torch.zeros(rows, rank), torch.zeros(rows, rank)
     ascend_ops.sgmv_shrink(x, a, seg_lens, seg_lora, n_tok, 0.25, s_seg)

@@ -22,11 +22,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
-from vllm.lora.punica_wrapper.punica_base import PunicaWrapperBase
-
 import ascend_ops
+import torch
 from ascend_ops import device as ao_device
+from vllm.lora.punica_wrapper.punica_base import PunicaWrapperBase
 
 
 def _eager() -> bool:
@@ -145,7 +144,7 @@ class PunicaWrapperNPU(PunicaWrapperBase):
             return
         idx = self._token_idx(rows)
         offset = 0
-        for a, b, size in zip(lora_a_stacked, lora_b_stacked, output_slices):
+        for a, b, size in zip(lora_a_stacked, lora_b_stacked, output_slices, strict=True):
             ascend_ops.lora_linear(y2, x2, a, b, idx, scale, offset, size)
             offset += size
 

@@ -23,7 +23,7 @@ def segments_to_tokens(seg_lens: torch.Tensor, seg_lora: torch.Tensor, rows: int
     """Per-token adapter indices from segments (sgmv layout): segment s covers ``seg_lens[s]``
     consecutive tokens, all using adapter ``seg_lora[s]``; rows after the last segment get -1."""
     out: list[int] = []
-    for n, idx in zip(seg_lens.tolist(), seg_lora.tolist()):
+    for n, idx in zip(seg_lens.tolist(), seg_lora.tolist(), strict=True):
         out.extend([int(idx)] * int(n))
     out.extend([-1] * (rows - len(out)))
     return torch.tensor(out, dtype=torch.long)

@@ -14,8 +14,6 @@ dtype/shape limits are checked in ``constraints`` before this runs.
 
 from __future__ import annotations
 
-import torch
-
 
 def _add_lora(y, x, weight_b, indices, weight_a, layer_idx, scale, y_offset, y_slice_size):
     size = y.shape[1] if y_slice_size == -1 else y_slice_size

@@ -61,8 +61,41 @@ class NPUWorker(Worker):
         self.model_runner = NPUModelRunner(self.vllm_config, self.device)
 
     def _maybe_get_memory_pool_context(self, tag: str) -> contextlib.AbstractContextManager:
-        # Sleep mode (the tagged memory pool) is refused at start-up on Ascend for now.
+        # Sleep mode tags tensors after allocation instead (_tag_sleep_memory, sleep_mode.py).
         return contextlib.nullcontext()
+
+    def _tag_sleep_memory(self, tag: str) -> None:
+        """Register the model's tensors ("weights") or the KV cache ("kv_cache") in
+        ascend_ops' tagged memory, which the "ascend" sleep-mode backend releases."""
+        if not self.model_config.enable_sleep_mode:
+            return
+        from ascend_ops.device.tagged_memory import default_pool, reset_default_pool
+
+        from vllm_ascend_platform import sleep_mode
+
+        sleep_mode.register()  # also done by the general plugin; idempotent
+
+        pool = reset_default_pool() if tag == "weights" and not getattr(
+            self, "_sleep_pool_started", False) else default_pool()
+        self._sleep_pool_started = True
+        if tag == "weights":
+            model = self.model_runner.model
+            model = model.unwrap() if hasattr(model, "unwrap") else model
+            tensors = [*model.parameters(), *model.buffers()]
+        else:
+            tensors = [t for t in self.model_runner.kv_caches if isinstance(t, torch.Tensor)]
+        pool.forget(tag)
+        pool.register(tag, tensors)
+
+    def initialize_from_config(self, kv_cache_config) -> None:
+        """vLLM's KV-cache allocation, then the cache is tagged for sleep mode."""
+        super().initialize_from_config(kv_cache_config)
+        self._tag_sleep_memory("kv_cache")
+
+    def reload_weights(self, *args, **kwargs) -> None:
+        """vLLM's in-place reload; the weights are tagged again (a reload may re-create them)."""
+        super().reload_weights(*args, **kwargs)
+        self._tag_sleep_memory("weights")
 
     def load_model(self, *, load_dummy_weights: bool = False) -> None:
         """Load weights; on the host keep its torch threads (they run the device's work)."""
@@ -70,6 +103,7 @@ class NPUWorker(Worker):
         super().load_model(load_dummy_weights=load_dummy_weights)
         if envs.host_device() and torch.get_num_threads() != threads:
             torch.set_num_threads(threads)
+        self._tag_sleep_memory("weights")
 
     def determine_available_memory(self) -> int:
         """Run a profiling pass, then return the KV-cache bytes the budget allows.
@@ -150,7 +184,32 @@ class NPUWorker(Worker):
             holding.release()
 
     def sleep(self, level: int = 1) -> None:
-        raise NotImplementedError("Sleep mode is not supported on Ascend yet.")
+        """vLLM's ``Worker.sleep`` (the sleep-mode backend does the work, sleep_mode.py)."""
+        with _accelerator_api():
+            super().sleep(level)
 
     def wake_up(self, tags: list[str] | None = None) -> None:
-        raise NotImplementedError("Sleep mode is not supported on Ascend yet.")
+        """vLLM's ``Worker.wake_up`` through the sleep-mode backend."""
+        with _accelerator_api():
+            super().wake_up(tags)
+
+
+@contextlib.contextmanager
+def _accelerator_api():
+    """In CPU emulation, give vLLM's sleep path the ``torch.accelerator`` calls it makes
+    (synchronize, get_memory_info) over ascend_ops.device; elsewhere they exist already."""
+    if not envs.emulate():
+        yield
+        return
+    from ascend_ops import device
+
+    acc = torch.accelerator
+    saved = {n: getattr(acc, n) for n in ("synchronize", "get_memory_info", "is_available")}
+    acc.synchronize = lambda *a, **k: device.synchronize()
+    acc.get_memory_info = lambda *a, **k: device.mem_get_info()
+    acc.is_available = lambda: False
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(acc, name, value)

@@ -1,0 +1,158 @@
+"""Ascend sleep mode: a vLLM 0.32 ``SleepModeBackend`` over ``ascend_ops``' tagged memory.
+
+vLLM dispatches ``LLM.sleep`` / ``wake_up`` / ``/sleep`` / ``/wake_up`` through the engine core
+and executor to ``Worker.sleep`` / ``wake_up`` / ``discard``
+(``vllm/v1/worker/gpu_worker.py``), which call the backend chosen by
+``ModelConfig.sleep_mode_backend`` from ``SleepModeBackendFactory``
+(``vllm/device_allocator/sleep_mode_backend.py``). We register ``"ascend"`` there and make it the
+default on our platform (``select_default``). The worker registers the model's tensors under
+``"weights"`` and the KV cache under ``"kv_cache"`` in ``ascend_ops.device.tagged_memory``
+(``NPUWorker._maybe_get_memory_pool_context``).
+
+Levels (vLLM's documented semantics, ``vllm/entrypoints/llm.py``, ``LLM.sleep``):
+
+* 1: weights copied to host memory, KV cache freed; ``resume`` copies the weights back.
+* 2: weights and KV cache freed; after ``resume(["weights"])`` the weights are zeros until
+  reloaded (``collective_rpc("reload_weights")`` or the model's ``load_weights``).
+
+The KV cache comes back zeroed (its old contents are gone; vLLM's engine core clears the prefix
+cache when it sleeps). A restored storage may sit at a new device address; captured ACL graphs
+hold addresses, so they are then dropped and captured again on next use
+(``vllm_ascend_graph.wrapper.ACLGraphWrapper.clear_all_graphs``, named by string).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vllm.device_allocator.sleep_mode_backend import SleepModeBackend, SleepModeBackendFactory
+from vllm.logger import init_logger
+
+logger = init_logger("vllm.ascend.sleep_mode")
+
+#: the name under which the backend is registered with vLLM's factory
+BACKEND_NAME = "ascend"
+#: the memory tags the backend manages (vLLM's ``DEFERRABLE_TAGS``)
+TAGS = ("weights", "kv_cache")
+LEVELS = (1, 2)
+_GRAPH_WRAPPER = "vllm_ascend_graph.wrapper.ACLGraphWrapper"
+
+
+def register() -> None:
+    """Register ``"ascend"`` with ``SleepModeBackendFactory`` (idempotent; every process)."""
+    if BACKEND_NAME not in SleepModeBackendFactory._registry:
+        SleepModeBackendFactory.register_backend(BACKEND_NAME, __name__, "AscendSleepModeBackend")
+
+
+def select_default(model_config: Any) -> None:
+    """Make ``"ascend"`` the backend when the configuration left vLLM's default (``"cumem"``,
+    CUDA's allocator, which does not exist here); an explicit other choice is kept."""
+    register()
+    if model_config is not None and getattr(model_config, "sleep_mode_backend", None) == "cumem":
+        model_config.sleep_mode_backend = BACKEND_NAME
+
+
+def check_tags(tags: Any, what: str) -> tuple[str, ...]:
+    """Validate ``tags`` (None = all). Raises ValueError naming the unknown tags."""
+    if tags is None:
+        return TAGS
+    if isinstance(tags, str):
+        tags = (tags,)
+    unknown = [t for t in tags if t not in TAGS]
+    if unknown:
+        raise ValueError(f"{what}: unknown memory tag(s) {unknown}; use a subset of {list(TAGS)}")
+    return tuple(tags)
+
+
+class AscendSleepModeBackend(SleepModeBackend):
+    """Sleep-mode backend for Ascend NPUs, the simulated NPU and CPU emulation.
+
+    ``suspend(level)``: level 1 or 2 (ValueError otherwise; RuntimeError when already
+    suspended). ``resume(tags)``: ``None`` or a subset of ``("weights", "kv_cache")``.
+    ``discard(tags)``: free tagged memory without keeping contents. ``state()``: ``"RUNNING"``
+    while every tag is resident, else ``"SUSPENDED"``. ``last_bytes``: bytes moved / freed by the
+    last call, per direction (for benchmarks and logs).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.last_bytes: dict[str, int] = {}
+
+    @staticmethod
+    def _pool():
+        from ascend_ops.device.tagged_memory import default_pool
+
+        return default_pool()
+
+    def suspend(self, level: int = 1) -> None:
+        if level not in LEVELS:
+            raise ValueError(
+                f"sleep level must be 1 (weights to host, KV cache freed) or 2 (both freed), "
+                f"got {level!r}"
+            )
+        pool = self._pool()
+        if self._state != "RUNNING":
+            raise RuntimeError("sleep: the engine is already asleep; call wake_up() first")
+        registered = [t for t in TAGS if t in pool.tags()]
+        to_host = freed = 0
+        for tag in registered:
+            if tag == "weights" and level == 1:
+                to_host += pool.offload(tag)
+            else:
+                freed += pool.discard(tag)
+        self.last_bytes = {"to_host": to_host, "freed": freed + to_host}
+        self._state = "SUSPENDED"
+        logger.info("Sleep level %d: %.3f GiB to host, %.3f GiB of device memory freed.",
+                    level, to_host / (1 << 30), (freed + to_host) / (1 << 30))
+
+    def resume(self, tags: list[str] | None = None) -> None:
+        wanted = check_tags(tags, "wake_up")
+        pool = self._pool()
+        self._state = "RESUMING"
+        before = pool.bytes_to_device
+        moved = False
+        try:
+            for tag in wanted:
+                if tag in pool.tags():
+                    moved = pool.restore(tag) or moved
+        finally:
+            self._state = self._current_state()
+        self.last_bytes = {"to_device": pool.bytes_to_device - before}
+        if moved:
+            _drop_captured_graphs()
+
+    def discard(self, tags: tuple[str, ...]) -> None:
+        pool = self._pool()
+        freed = 0
+        for tag in check_tags(tags, "discard"):
+            if tag in pool.tags():
+                freed += pool.discard(tag)
+        self.last_bytes = {"freed": freed}
+        self._state = self._current_state()
+
+    def _current_state(self) -> str:
+        pool = self._pool()
+        asleep = any(pool.state(t) != "resident" for t in TAGS if t in pool.tags())
+        return "SUSPENDED" if asleep else "RUNNING"
+
+    @classmethod
+    def preserves_communicators(cls) -> bool:
+        # HCCL communicators are not touched: their buffers are outside the tagged groups
+        return True
+
+    @classmethod
+    def preserves_compiled_artifacts(cls) -> bool:
+        return True
+
+
+def _drop_captured_graphs() -> None:
+    """Restored tensors moved: forget captured ACL graphs (they are captured again)."""
+    try:
+        from vllm.utils.import_utils import resolve_obj_by_qualname
+
+        wrapper = resolve_obj_by_qualname(_GRAPH_WRAPPER)
+    except (ImportError, AttributeError):  # graph layer absent: no graphs were captured
+        return
+    wrapper.clear_all_graphs()
+    logger.info("Device tensors moved on wake-up: captured ACL graphs dropped (re-captured "
+                "on next use).")

@@ -164,6 +164,10 @@ class NPUPlatform(Platform):
 
         strict_additional_config_argument(parser)
 
+    def is_sleep_mode_available(self) -> bool:
+        """Sleep mode runs through the "ascend" sleep-mode backend (sleep_mode.py)."""
+        return True
+
     @classmethod
     def check_and_update_config(cls, vllm_config: VllmConfig) -> None:
         """Validate the config for Ascend and install our worker and defaults; with the Ray
@@ -171,7 +175,10 @@ class NPUPlatform(Platform):
         from vllm_ascend_platform.config_defaults import apply_ascend_defaults
         from vllm_ascend_platform.ray_support import forward_env_to_ray_workers
 
+        from vllm_ascend_platform.sleep_mode import select_default
+
         apply_ascend_defaults(cls, vllm_config)
+        select_default(vllm_config.model_config)
         if SIMULATED:
             _check_simulated_dtype(vllm_config)
         forward_env_to_ray_workers(vllm_config.parallel_config)

@@ -91,6 +91,9 @@ def register_all_layers() -> dict[str, str]:
             registered[layer.key] = version
     patches.apply_patches()
     layers.connect_graph_param_updates()  # attention's FULL-graph update hook -> graph layer
+    from vllm_ascend_platform import sleep_mode
+
+    sleep_mode.register()  # the "ascend" SleepModeBackend with vLLM's factory
     plugin.mark_layers_registered(registered)
     _done = True
     missing = [layer.key for layer in version_check.LAYERS if layer.register and layer.key not in registered]

@@ -64,11 +64,6 @@ REFUSALS: tuple[Refusal, ...] = (
         _multimodal,
         "serve a text-only model, or pass --language-model-only to skip the encoder",
     ),
-    Refusal(
-        "sleep mode",
-        lambda c, a: bool(getattr(_model(c), "enable_sleep_mode", False)),
-        "drop --enable-sleep-mode / enable_sleep_mode",
-    ),
 )
 
 

@@ -45,3 +45,15 @@ def test_towncrier_draft(name):
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"## {name} 9.8.7 (" in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_fragments_have_a_known_type(name):
+    config = tomllib.loads((SOURCES[name] / "towncrier.toml").read_text())["tool"]["towncrier"]
+    types = {t["directory"] for t in config["type"]}
+    for frag in (SOURCES[name] / config["directory"]).iterdir():
+        if frag.name.startswith(".") and "." not in frag.name[1:]:
+            continue  # .gitkeep
+        parts = frag.name.split(".")
+        assert len(parts) >= 3 and parts[-1] == "md" and parts[-2] in types, (
+            f"{frag}: name it +<slug>.<type>.md with <type> one of {sorted(types)}")

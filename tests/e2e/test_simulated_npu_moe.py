@@ -8,7 +8,9 @@ generated positions. Then tiny Qwen3-MoE with tensor parallel size 2 (two simula
 collectives on gloo) gives the TP=1 tokens.
 
 The checkpoints are random-weight models written with transformers' classes
-(``moe_checkpoints.save_tiny``; wide init so the next-token distributions are peaked).
+(``moe_checkpoints.save_tiny``; wide init so the next-token distributions are peaked); the
+DeepSeek-V2 one has 16 routed experts in 4 groups, since the NPU gating operator
+(``npu_moe_gating_top_k``) needs more than 2 experts per group.
 """
 
 from __future__ import annotations
@@ -34,7 +36,10 @@ ENGINE = dict(dtype="float16", max_model_len=256, max_num_seqs=4, gpu_memory_uti
 @pytest.fixture(scope="module")
 def checkpoints(model_path, tmp_path_factory) -> dict[str, str]:
     root = tmp_path_factory.mktemp("sim_moe_ckpt")
-    return {kind: save_tiny(kind, root / kind, model_path) for kind in ("deepseek_v2", "qwen3_moe")}
+    # npu_moe_gating_top_k needs more than 2 experts per group: 16 routed experts in 4 groups
+    return {"deepseek_v2": save_tiny("deepseek_v2", root / "deepseek_v2", model_path,
+                                     n_routed_experts=16),
+            "qwen3_moe": save_tiny("qwen3_moe", root / "qwen3_moe", model_path)}
 
 
 @pytest.fixture(scope="module")

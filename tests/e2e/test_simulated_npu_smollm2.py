@@ -6,13 +6,13 @@ graphs captured and replayed by the simulated ``NPUGraph``, attention parameters
 replay through ``graph_task_update``. One child process builds three engines in turn:
 
 * ``eager``: ``enforce_eager=True``;
-* ``graph``: vLLM's default execution mode (FULL_AND_PIECEWISE; capture sizes 1, 2, 4, 8, 16:
+* ``graph``: vLLM's default execution mode (FULL_AND_PIECEWISE; capture sizes 1, 2, ... 64:
   FULL graphs for uniform decode up to ``max_num_seqs`` 8, PIECEWISE for mixed steps);
 * ``graph_no_update``: the graph engine with ``VLLM_ASCEND_GRAPH_PARAM_UPDATE=0`` (negative
   control).
 
 The 8 prompts have different lengths (5 to ~100 tokens) and ``max_tokens``; prompts are
-prefilled in chunks of 16 tokens next to running decodes, and requests finish at different
+prefilled in chunks of up to 64 tokens next to running decodes, and requests finish at different
 steps, so the batch changes size (between capture sizes too: the test checks FULL replays of
 batches that are not a capture size) and composition during the run. Checks: graph == eager
 token for token;
@@ -26,10 +26,10 @@ from __future__ import annotations
 import pytest
 from _sim_npu import assert_agreement, run_child, teacher_forced
 
-MAX_TOKENS = [2, 4, 6, 8, 10, 12, 5, 9]
-CAPTURE_SIZES = [1, 2, 4, 8, 16]
+MAX_TOKENS = [3, 5, 7, 9, 11, 13, 6, 10]
+CAPTURE_SIZES = [1, 2, 4, 8, 16, 32, 64]
 FULL_SIZES = [1, 2, 4, 8]  # FULL (uniform decode) graphs stop at max_num_seqs
-ENGINE = dict(dtype="float16", max_model_len=512, max_num_seqs=8, max_num_batched_tokens=16,
+ENGINE = dict(dtype="float16", max_model_len=512, max_num_seqs=8, max_num_batched_tokens=64,
               enable_chunked_prefill=True, gpu_memory_utilization=0.5)
 GRAPH = dict(compilation_config={"cudagraph_capture_sizes": CAPTURE_SIZES})
 

@@ -1,0 +1,46 @@
+"""NPUModelRunner._zero_block_ids: manager blocks -> kernel blocks, zeroing asked of the layer's
+backend (``zero_kv_cache_blocks``) when it offers it, plain dim-0 zeroing otherwise.
+
+The runner is called unbound on a stand-in holding only what the method reads (vLLM's
+``kv_cache_config`` and ``compilation_config.static_forward_context``)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import torch
+from vllm.v1.kv_cache_interface import FullAttentionSpec
+from vllm_ascend_platform.model_runner import NPUModelRunner
+
+
+def _runner(layers: dict, num_blocks: int):
+    spec = FullAttentionSpec(block_size=16, num_kv_heads=1, head_size=8, dtype=torch.float32)
+    group = SimpleNamespace(kv_cache_spec=spec, layer_names=list(layers))
+    return SimpleNamespace(
+        kv_cache_config=SimpleNamespace(num_blocks=num_blocks, kv_cache_groups=[group]),
+        compilation_config=SimpleNamespace(static_forward_context=layers),
+    )
+
+
+def test_backend_zeroing_gets_kernel_block_ids():
+    calls = []
+
+    class Backend:
+        @staticmethod
+        def zero_kv_cache_blocks(kv_cache, block_ids, layer):
+            calls.append((kv_cache, block_ids.tolist(), layer))
+
+    # 4 manager blocks split into 2 kernel blocks each -> a view with 8 blocks on dim 0
+    kv = torch.ones(8, 1, 8, 16)
+    layer = SimpleNamespace(kv_cache=kv, get_attn_backend=lambda: Backend)
+    NPUModelRunner._zero_block_ids(_runner({"l0": layer}, num_blocks=4), [1, 3])
+    assert len(calls) == 1 and calls[0][0] is kv and calls[0][2] is layer
+    assert calls[0][1] == [2, 3, 6, 7]
+    assert (kv == 1).all(), "the backend owns the zeroing; the runner wrote nothing itself"
+
+
+def test_backend_without_hook_gets_dim0_rows_zeroed():
+    kv = torch.ones(4, 1, 16, 16)
+    layer = SimpleNamespace(kv_cache=kv, get_attn_backend=lambda: object)
+    NPUModelRunner._zero_block_ids(_runner({"l0": layer}, num_blocks=4), [2])
+    assert (kv[2] == 0).all() and (kv[[0, 1, 3]] == 1).all()

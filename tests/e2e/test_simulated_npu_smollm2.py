@@ -61,7 +61,7 @@ def test_ran_on_the_simulated_npu_path(runs):
     graph = runs["graph"]["facts"]
     assert graph["cudagraph_mode"] == "FULL_AND_PIECEWISE"
     assert graph["full_sizes"] == FULL_SIZES
-    assert graph["full_replays"] > 0 and graph["piecewise_replays"] > 0
+    assert graph["full_replays"] > 0
     between = set(graph["full_replay_tokens"]) - set(FULL_SIZES)
     assert between, f"no FULL replay of a padded batch: {graph['full_replay_tokens']}"
     assert graph["sim_replays"] > 0, "the simulated NPUGraph replayed nothing"

@@ -17,8 +17,9 @@ Levels (vLLM's documented semantics, ``vllm/entrypoints/llm.py``, ``LLM.sleep``)
 
 The KV cache comes back zeroed (its old contents are gone; vLLM's engine core clears the prefix
 cache when it sleeps). A restored storage may sit at a new device address; captured ACL graphs
-hold addresses, so they are then dropped and captured again on next use
-(``vllm_ascend_graph.wrapper.ACLGraphWrapper.clear_all_graphs``, named by string).
+hold addresses, so they are then dropped (``vllm_ascend_graph.wrapper.ACLGraphWrapper.
+clear_all_graphs``, named by string) and the worker captures them again once every tag is
+resident (``NPUWorker.wake_up``).
 """
 
 from __future__ import annotations
@@ -77,6 +78,9 @@ class AscendSleepModeBackend(SleepModeBackend):
     def __init__(self) -> None:
         super().__init__()
         self.last_bytes: dict[str, int] = {}
+        #: set when restored tensors moved and the captured graphs were dropped; the worker
+        #: captures them again once everything is resident (vLLM refuses capture mid-serving)
+        self.graphs_dropped = False
 
     @staticmethod
     def _pool():
@@ -119,7 +123,7 @@ class AscendSleepModeBackend(SleepModeBackend):
             self._state = self._current_state()
         self.last_bytes = {"to_device": pool.bytes_to_device - before}
         if moved:
-            _drop_captured_graphs()
+            self.graphs_dropped = _drop_captured_graphs() or self.graphs_dropped
 
     def discard(self, tags: tuple[str, ...]) -> None:
         pool = self._pool()
@@ -145,14 +149,17 @@ class AscendSleepModeBackend(SleepModeBackend):
         return True
 
 
-def _drop_captured_graphs() -> None:
-    """Restored tensors moved: forget captured ACL graphs (they are captured again)."""
+def _drop_captured_graphs() -> bool:
+    """Restored tensors moved: forget captured ACL graphs. Returns True when there were any."""
     try:
         from vllm.utils.import_utils import resolve_obj_by_qualname
 
         wrapper = resolve_obj_by_qualname(_GRAPH_WRAPPER)
     except (ImportError, AttributeError):  # graph layer absent: no graphs were captured
-        return
+        return False
+    if not any(w.entries for w in list(wrapper._all_instances)):
+        return False
     wrapper.clear_all_graphs()
-    logger.info("Device tensors moved on wake-up: captured ACL graphs dropped (re-captured "
-                "on next use).")
+    logger.info("Device tensors moved on wake-up: captured ACL graphs dropped (the worker "
+                "captures them again when every tag is resident).")
+    return True

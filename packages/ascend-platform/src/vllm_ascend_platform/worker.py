@@ -192,6 +192,11 @@ class NPUWorker(Worker):
         """vLLM's ``Worker.wake_up`` through the sleep-mode backend."""
         with _accelerator_api():
             super().wake_up(tags)
+        backend = self.sleep_mode_backend
+        if getattr(backend, "graphs_dropped", False) and backend.state() == "RUNNING":
+            # restored tensors moved: capture the graphs again over the new addresses
+            backend.graphs_dropped = False
+            self.compile_or_warm_up_model()
 
 
 @contextlib.contextmanager

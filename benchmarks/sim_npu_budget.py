@@ -12,10 +12,11 @@ was one FULL-graph replay (uniform decode) is a decode step. For each decode ste
 * host syncs per decode step outside the graph (the runner's token read-back), from the ledger;
 * device-to-device bytes copied per decode step, against the size of one layer's KV cache: when
   a step copies fewer bytes in total than one layer's KV cache, no copy in it is KV-cache sized;
-* ops replayed per decode step (the graph's recorded launches) divided by the number of decoder
-  layers: launches per dense decoder layer (an upper bound: embedding, final norm and LM head
-  are spread over the layers too). The most frequent replayed ops are listed from
-  ``ledger.launches``.
+* ops replayed per decode step (the graph's recorded ops), and device launches per dense decoder
+  layer: the step's ``ledger.launches`` without shape queries (``aten::sym_size`` and friends,
+  which the ledger lists but which launch nothing), divided by the number of decoder layers (an
+  upper bound: embedding, final norm and LM head are spread over the layers too). The most
+  frequent ops are listed.
 
     python benchmarks/sim_npu_budget.py [--batch 4] [--tokens 12]
 
@@ -45,12 +46,12 @@ MAX_LAUNCHES_PER_LAYER = 10
 
 
 def _child(batch: int, tokens: int) -> dict:
-    from vllm import LLM, SamplingParams
-
     from ascend_ops import simulator
+    from vllm import LLM, SamplingParams
     from vllm.config import CUDAGraphMode
-    from vllm_ascend import demo_model
     from vllm_ascend_graph.wrapper import ACLGraphWrapper
+
+    from vllm_ascend import demo_model
 
     llm = LLM(model=str(demo_model.prepare()), dtype="float16", max_model_len=256,
               max_num_seqs=batch, gpu_memory_utilization=0.5, seed=0, async_scheduling=False,
@@ -100,6 +101,11 @@ def _kv_layer_bytes(llm) -> int:
     return min(int(t.nbytes) for t in caches) if caches else 0
 
 
+def _metadata(op: str) -> bool:
+    """Shape/stride queries: listed by the ledger, but no device launch."""
+    return op.split("::")[-1] in ("sym_size", "sym_stride", "sym_numel", "sym_storage_offset")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=4, help="requests decoded together (default 4)")
@@ -125,12 +131,13 @@ def main() -> int:
     if not steps:
         print("no decode step replayed a FULL graph; nothing to measure")
         return 1
-    per_layer = max(s["replayed_ops"] for s in steps) / layers
+    per_layer = max(sum(n for op, n in s["launches"].items() if not _metadata(op))
+                    for s in steps) / layers
     d2d = max(s["d2d_bytes"] for s in steps)
     kv_sized = sum(1 for s in steps if kv and s["d2d_bytes"] >= kv)
     syncs = max(s["host_syncs"] for s in steps)
     rows = [
-        ("decode steps measured (FULL graph replays, batch %d)" % args.batch, f"{len(steps)}", ""),
+        (f"decode steps measured (FULL graph replays, batch {args.batch})", f"{len(steps)}", ""),
         ("host syncs inside captured regions", f"{res['capture_refusals']}", "0"),
         ("host syncs per decode step, outside the graph (max)", f"{syncs}", ""),
         ("d2d bytes copied per decode step (max)", f"{d2d}", f"< {kv} (one layer's KV cache)"),

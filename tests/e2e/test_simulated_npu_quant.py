@@ -1,0 +1,55 @@
+"""msModelSlim checkpoints in simulated-NPU mode (``VLLM_ASCEND_SIMULATE_NPU=1``): the int8
+linears run their NPU branch (torch_npu ``npu_dynamic_quant`` / ``npu_quantize`` /
+``npu_quant_matmul``) over the simulator, which checks the published schemas and the documented
+dtype rules (docs/simulated-npu.md). One child process builds two engines in turn: W8A8_DYNAMIC
+in bfloat16 and W8A8 (static) in float16. Checks: every op ran on the NPU branch; greedy tokens
+agree teacher-forced with the independent oracle (quant_oracle.py, float32 body) at >= 95 %
+(W8A8_DYNAMIC passes; static W8A8 measured 0.906: xfail, see the test).
+"""
+
+from __future__ import annotations
+
+import pytest
+from _quant_cases import ENGINE, N_PROMPTS, NEW, assert_oracle_agrees
+from _sim_npu import run_child
+from quant_checkpoints import quantized
+
+RUNS = {"w8a8-dynamic": "bfloat16", "w8a8": "float16"}
+
+
+@pytest.fixture(scope="module")
+def ckpts() -> dict[str, str]:
+    return {kind: quantized(kind) for kind in RUNS}
+
+
+@pytest.fixture(scope="module")
+def runs(ckpts, prompt_ids, tmp_path_factory) -> dict:
+    engine = {k: v for k, v in ENGINE.items() if k != "seed"}
+    spec = {
+        "model": ckpts["w8a8-dynamic"],
+        "prompts": prompt_ids[:N_PROMPTS],
+        "max_tokens": [NEW] * N_PROMPTS,
+        "engine": engine,
+        "runs": [{"name": kind, "engine": {"model": ckpts[kind], "dtype": dtype}}
+                 for kind, dtype in RUNS.items()],
+    }
+    return run_child(spec, tmp_path_factory.mktemp("sim_quant"))
+
+
+@pytest.mark.parametrize("kind", list(RUNS))
+def test_npu_branch_ran(runs, kind):
+    facts = runs[kind]["facts"]
+    assert facts["simulated"] and facts["backends"] == ["npu"]
+
+
+STATIC_XFAIL = pytest.mark.xfail(strict=False, reason=(
+    "static W8A8 parity not demonstrated yet: measured 87/96 = 0.906 (need 0.95), as in CPU "
+    "emulation (test_quant_w8a8_static.py); the oracle's own top-1 moves by up to 0.65 nats under "
+    "1e-7 input noise at such positions"))
+
+
+@pytest.mark.parametrize("kind", [k if k != "w8a8" else pytest.param(k, marks=STATIC_XFAIL)
+                                  for k in RUNS])
+def test_tokens_match_the_oracle(runs, ckpts, kind, model_path, prompt_ids):
+    assert_oracle_agrees(model_path, ckpts[kind], prompt_ids[:N_PROMPTS], runs[kind]["tokens"],
+                         f"{kind} ({RUNS[kind]}, simulated NPU)")

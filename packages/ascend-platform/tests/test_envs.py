@@ -55,3 +55,19 @@ def test_requested_mode(monkeypatch):
     monkeypatch.setenv("VLLM_ASCEND_SIMULATE_NPU", "sure")
     with pytest.raises(ValueError, match="VLLM_ASCEND_SIMULATE_NPU='sure'"):
         envs.simulate_npu()
+
+
+@pytest.mark.parametrize("dtype,refused", [("float32", True), ("float16", False), ("bfloat16", False)])
+def test_simulated_npu_refuses_float32(dtype, refused):
+    """The torch_npu operators (and so the simulator) take float16/bfloat16 activations only."""
+    from types import SimpleNamespace
+
+    import torch
+    from vllm_ascend_platform.config_defaults import check_simulated_dtype
+
+    config = SimpleNamespace(model_config=SimpleNamespace(dtype=getattr(torch, dtype)))
+    if refused:
+        with pytest.raises(ValueError, match="--dtype float16 or --dtype bfloat16"):
+            check_simulated_dtype(config)
+    else:
+        check_simulated_dtype(config)

@@ -32,6 +32,8 @@ def apply_ascend_defaults(platform_cls: type, vllm_config: VllmConfig) -> None:
     from vllm_ascend_platform.plugin import startup_check
 
     startup_check(vllm_config)
+    if envs.simulate_npu():
+        check_simulated_dtype(vllm_config)
     _check_block_size(vllm_config)
     _install_worker(vllm_config)
     _worker_start_method()
@@ -39,6 +41,29 @@ def apply_ascend_defaults(platform_cls: type, vllm_config: VllmConfig) -> None:
     _execution_mode(vllm_config)
     _custom_ops(vllm_config)
     _log_startup_line(platform_cls, vllm_config)
+
+
+def check_simulated_dtype(vllm_config: VllmConfig) -> None:
+    """Refuse a model dtype the torch_npu operators reject (simulated-NPU mode).
+
+    ``npu_fused_infer_attention_score``, ``npu_rms_norm`` and the other operators take
+    float16 / bfloat16 activations; the simulator enforces the same rule
+    (docs/simulated-npu.md), so a float32 model would fail on its first forward pass. Stop at
+    start-up instead.
+
+    Raises:
+        ValueError: naming the dtype and the flags that fix it.
+    """
+    import torch
+
+    model = vllm_config.model_config
+    if model is not None and model.dtype not in (torch.float16, torch.bfloat16):
+        raise ValueError(
+            f"simulated-NPU mode (VLLM_ASCEND_SIMULATE_NPU=1) runs the torch_npu operators, "
+            f"which do not accept model dtype {model.dtype}; start with --dtype float16 or "
+            "--dtype bfloat16 (LLM(dtype='float16')), or use CPU emulation "
+            "(VLLM_ASCEND_EMULATE=1) for float32."
+        )
 
 
 def _check_block_size(vllm_config: VllmConfig) -> None:

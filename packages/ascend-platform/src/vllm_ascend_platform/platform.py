@@ -53,9 +53,6 @@ COMMUNICATOR_CLS = "vllm_ascend_comm.communicator.NPUCommunicator"
 ATTENTION_LAYER = "vllm_ascend_attention"
 GRAPH_LAYER = "vllm_ascend_graph"
 EMULATED_SOC = "Ascend910B (emulated on CPU)"
-#: dtypes the torch_npu operators accept for activations (npu_fused_infer_attention_score,
-#: npu_rms_norm, ...: float16 / bfloat16); the simulator refuses float32 as they do
-NPU_OP_DTYPES = (torch.float16, torch.bfloat16)
 
 
 class NPUPlatform(Platform):
@@ -174,13 +171,10 @@ class NPUPlatform(Platform):
         executor, hand our env vars to the Ray workers' runtime env (``ray_support``)."""
         from vllm_ascend_platform.config_defaults import apply_ascend_defaults
         from vllm_ascend_platform.ray_support import forward_env_to_ray_workers
-
         from vllm_ascend_platform.sleep_mode import select_default
 
         apply_ascend_defaults(cls, vllm_config)
         select_default(vllm_config.model_config)
-        if SIMULATED:
-            _check_simulated_dtype(vllm_config)
         forward_env_to_ray_workers(vllm_config.parallel_config)
 
     @classmethod
@@ -354,22 +348,3 @@ def _current_hf_text_config() -> Any:
     model = getattr(config, "model_config", None) if config is not None else None
     return getattr(model, "hf_text_config", None) if model is not None else None
 
-
-def _check_simulated_dtype(vllm_config: VllmConfig) -> None:
-    """Refuse a model dtype the torch_npu operators reject (simulated-NPU mode).
-
-    ``npu_fused_infer_attention_score``, ``npu_rms_norm`` and the other operators take
-    float16 / bfloat16 activations; the simulator enforces the same rule, so a float32 model
-    would fail on the first forward pass. Stop at start-up instead.
-
-    Raises:
-        ValueError: naming the dtype and the flags that fix it.
-    """
-    model = vllm_config.model_config
-    if model is not None and model.dtype not in NPU_OP_DTYPES:
-        raise ValueError(
-            f"simulated-NPU mode (VLLM_ASCEND_SIMULATE_NPU=1) runs the torch_npu operators, "
-            f"which do not accept model dtype {model.dtype}; start with --dtype float16 or "
-            "--dtype bfloat16 (LLM(dtype='float16')), or use CPU emulation "
-            "(VLLM_ASCEND_EMULATE=1) for float32."
-        )

@@ -33,7 +33,6 @@ def test_plain_config_passes():
     ({"speculative_config": object()}, {}, "speculative decoding"),
     ({"kv_transfer_config": object()}, {}, "KV connectors"),
     ({"multimodal_config": SimpleNamespace(language_model_only=False)}, {}, "multimodal"),
-    ({"enable_sleep_mode": True}, {}, "sleep mode"),
 ])
 def test_each_feature_refused_by_name(over, ascend, feature):
     with pytest.raises(UnsupportedFeatureError, match=feature):
@@ -46,8 +45,13 @@ def test_language_model_only_multimodal_is_allowed():
 
 def test_all_refusals_listed_together():
     with pytest.raises(UnsupportedFeatureError) as err:
-        check_features(_cfg(speculative_config=1, enable_sleep_mode=True), AscendConfig())
-    assert "speculative decoding" in str(err.value) and "sleep mode" in str(err.value)
+        check_features(_cfg(speculative_config=1, kv_transfer_config=1), AscendConfig())
+    assert "speculative decoding" in str(err.value) and "KV connectors" in str(err.value)
+
+
+def test_sleep_mode_is_served():
+    """Sleep mode is built (the "ascend" SleepModeBackend, vllm_ascend_platform.sleep_mode)."""
+    check_features(_cfg(enable_sleep_mode=True), AscendConfig())
 
 
 def test_lora_is_served():

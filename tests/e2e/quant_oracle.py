@@ -30,7 +30,6 @@ from pathlib import Path
 import torch
 from safetensors import safe_open
 
-
 PERTURBED = 3
 NOISE = 1e-7
 

@@ -32,6 +32,17 @@ def test_env_vars_forward_ours_that_are_set(ascend_env):
     }
 
 
+def test_simulated_npu_mode_reaches_ray_workers(monkeypatch):
+    """A Ray worker must install the simulator too: the mode variable and the negative-control
+    switch travel in the runtime env."""
+    for name in envs.ENVIRONMENT_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("VLLM_ASCEND_SIMULATE_NPU", "1")
+    monkeypatch.setenv("VLLM_ASCEND_GRAPH_PARAM_UPDATE", "0")
+    assert ray_worker_env_vars(None) == {"VLLM_ASCEND_SIMULATE_NPU": "1",
+                                         "VLLM_ASCEND_GRAPH_PARAM_UPDATE": "0"}
+
+
 def test_env_vars_explicit_runtime_env_wins_and_input_untouched(ascend_env):
     current = {"VLLM_ASCEND_EMULATE_DEVICE_MEMORY": "1GiB", "USER_VAR": "u"}
     merged = ray_worker_env_vars(current)

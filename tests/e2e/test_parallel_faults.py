@@ -68,7 +68,7 @@ PROMPT = [1, 504, 3458, 314, 4536]
 # --------------------------------------------------------------------------- child process side
 
 def _child_main(model: str) -> None:
-    from test_parallel import _child_env
+    from _parallel_engines import _child_env
 
     _child_env()
     from vllm import LLM, SamplingParams

@@ -14,7 +14,14 @@ import json
 import os
 
 import pytest
-from _quant_cases import ENGINE, N_PROMPTS, assert_oracle_agrees, generate
+from _quant_cases import (
+    ENGINE,
+    N_PROMPTS,
+    assert_first_token_matches,
+    assert_oracle_agrees,
+    first_token_logprobs,
+    generate,
+)
 from quant_checkpoints import quantized
 
 
@@ -24,7 +31,7 @@ def ckpt() -> str:
 
 
 @pytest.fixture(scope="module")
-def served(ckpt, prompt_ids):
+def served(ckpt, prompt_ids, model_path):
     import ascend_ops
     from engine import close_llm
     from vllm import LLM
@@ -34,20 +41,26 @@ def served(ckpt, prompt_ids):
         ascend_ops.reset_call_counts()
         tokens = generate(llm, prompt_ids[:N_PROMPTS])
         counts = ascend_ops.call_counts()
+        first = first_token_logprobs(llm, model_path)
     finally:
         close_llm(llm)
-    return tokens, counts
+    return tokens, counts, first
 
 
 def test_int8_ops_ran(served):
-    _, counts = served
+    _, counts, _ = served
     # 30 layers x 4 matmuls (qkv, o, gate_up, down) per forward
     assert counts.get("dynamic_quant", 0) >= 120 and counts.get("quant_matmul", 0) >= 120
     assert counts.get("quant_matmul") == counts.get("dynamic_quant")
 
 
+def test_first_token_logprobs_equal_the_oracle(served, ckpt, model_path):
+    ids, ours = served[2]
+    assert_first_token_matches(model_path, ckpt, ids, ours)
+
+
 def test_tokens_match_the_oracle(served, ckpt, model_path, prompt_ids):
-    tokens, _ = served
+    tokens, _, _ = served
     assert_oracle_agrees(model_path, ckpt, prompt_ids[:N_PROMPTS], tokens, "W8A8_DYNAMIC")
 
 
@@ -58,7 +71,7 @@ def test_tokens_match_the_oracle(served, ckpt, model_path, prompt_ids):
 def test_close_to_the_float_model(served, model_path, prompt_ids):
     from _sim_npu import assert_agreement, teacher_forced
 
-    tokens, _ = served
+    tokens, _, _ = served
     assert_agreement(teacher_forced(model_path, prompt_ids[:N_PROMPTS], tokens, tol=0.1),
                      "W8A8_DYNAMIC vs float", min_rate=0.9)
 

@@ -72,6 +72,14 @@ if ! "$VENV/bin/python" -m ascend_ops.simulator.schemas --fetch >&2; then
     log "warning: torch-npu wheel not fetched; simulated-NPU mode and its contract tests need it"
 fi
 
+# msModelSlim (requirements/msmodelslim.txt) goes into its own --target folder under the cache
+# root, where tests/e2e/quant_checkpoints.py looks for it; a no-op when it is there.
+MSMS_DIR="${VLLM_ASCEND_CACHE:-$HOME/.cache/vllm-ascend}/msmodelslim"
+if [[ ! -d "$MSMS_DIR/msmodelslim" ]]; then
+    log "installing msModelSlim into $MSMS_DIR (quantized-checkpoint tests)"
+    pip_q install -q --no-deps --target "$MSMS_DIR" -r requirements/msmodelslim.txt
+fi
+
 # Packages that must never be in this environment (DESIGN.md sections 4 and 7).
 "$VENV/bin/python" - <<'PY'
 import importlib.metadata as md, sys

@@ -122,7 +122,7 @@ class AscendSleepModeBackend(SleepModeBackend):
         finally:
             self._state = self._current_state()
         self.last_bytes = {"to_device": pool.bytes_to_device - before}
-        if moved:
+        if moved and _graphs_hold_addresses():
             self.graphs_dropped = _drop_captured_graphs() or self.graphs_dropped
 
     def discard(self, tags: tuple[str, ...]) -> None:
@@ -147,6 +147,14 @@ class AscendSleepModeBackend(SleepModeBackend):
     @classmethod
     def preserves_compiled_artifacts(cls) -> bool:
         return True
+
+
+def _graphs_hold_addresses() -> bool:
+    """NPU and simulated NPU capture real device graphs; CPU emulation's graphs re-run the
+    captured callable eagerly and hold no addresses (docs/architecture.md, "Modes")."""
+    from ascend_ops import device
+
+    return device.kind() == "npu"
 
 
 def _drop_captured_graphs() -> bool:

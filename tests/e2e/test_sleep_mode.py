@@ -142,6 +142,22 @@ def test_bad_input_clear_error_and_keeps_serving(llm, reference):
     assert _greedy(llm) == reference
 
 
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+
+
+def test_host_rss_flat_over_20_cycles(llm, reference):
+    llm.sleep(level=1)
+    llm.wake_up()
+    start = _rss()
+    for _ in range(20):
+        llm.sleep(level=1)
+        llm.wake_up()
+    assert _rss() < start * 1.05
+    assert _greedy(llm) == reference
+
+
 def test_backend_rejects_unknown_tag_and_level():
     from vllm_ascend_platform.sleep_mode import AscendSleepModeBackend
 

@@ -165,7 +165,11 @@ def collect() -> dict[str, Any]:
 
     notes.extend(_unknown_ascend_variables())
     report["plugins"] = _plugins(mode, problems)
-    report["patches"] = _patches(vllm_version)
+    try:  # patch modules import vLLM, which resolves the platform (our plugin may exit)
+        report["patches"] = _patches(vllm_version)
+    except (Exception, SystemExit) as exc:
+        report["patches"] = []
+        problems.append(f"the patch registry could not be read: {exc}")
     report["ok"] = not problems
     return report
 

@@ -126,7 +126,7 @@ class TaggedMemory:
             host.copy_(_bytes_view(b.storage, b.device), non_blocking=pin)
             b.host = host
             moved += b.nbytes
-        if pin:
+        if _npu.available():
             _npu.synchronize(None)  # the copies must land before the device memory is freed
         self._release(group, OFFLOADED)
         self.bytes_to_host += moved

@@ -1,4 +1,5 @@
-"""Sleep mode with tensor parallelism (TP=2, CPU emulation, two worker processes).
+"""Sleep mode with tensor parallelism (TP=2, CPU emulation, two worker processes) and on a tiny
+MoE model (Qwen3-MoE, our MoE runner; TP=1).
 
 Every rank has its own "ascend" sleep-mode backend and tagged memory; vLLM's executor sends
 ``sleep`` / ``wake_up`` / ``reload_weights`` to all ranks (``collective_rpc``). Oracle: the
@@ -71,3 +72,32 @@ def test_tp2_sleep_wake_reload(tiny_qwen3):
             os.environ.pop("VLLM_ASCEND_EMULATE_DEVICE_MEMORY", None)
         else:
             os.environ["VLLM_ASCEND_EMULATE_DEVICE_MEMORY"] = saved
+
+
+def test_moe_sleep_wake_reload(tmp_path):
+    from engine import close_llm
+    from moe_checkpoints import save_tiny
+    from vllm import LLM, SamplingParams
+    from vllm_ascend import demo_model
+
+    path = save_tiny("qwen3_moe", tmp_path / "moe", str(demo_model.prepare()))
+    llm = LLM(model=path, dtype="float32", max_model_len=256, enforce_eager=True,
+              gpu_memory_utilization=0.3, seed=0, enable_sleep_mode=True)
+    try:
+        params = SamplingParams(temperature=0.0, max_tokens=8, ignore_eos=True)
+
+        def greedy():
+            return [list(o.outputs[0].token_ids)
+                    for o in llm.generate(PROMPTS, params, use_tqdm=False)]
+
+        reference = greedy()
+        llm.sleep(level=1)
+        llm.wake_up()
+        assert greedy() == reference
+        llm.sleep(level=2)
+        llm.wake_up(tags=["weights"])
+        llm.collective_rpc("reload_weights")
+        llm.wake_up(tags=["kv_cache"])
+        assert greedy() == reference
+    finally:
+        close_llm(llm)

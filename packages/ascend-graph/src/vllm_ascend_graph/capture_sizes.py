@@ -1,4 +1,4 @@
-"""ACL graph capture sizes: validated, capped and fitted to the graph budget (case C-19).
+"""ACL graph capture sizes: validated, capped and fitted to the graph budget.
 
 Pure functions on plain ints so they can be tested without vLLM. The rules:
 

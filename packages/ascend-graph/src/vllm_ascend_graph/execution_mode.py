@@ -15,7 +15,7 @@ Decisions (each logged once):
   (``vllm_ascend_graph.compiler.AscendCompiler``) in place of ``""``, ``"eager"`` or
   ``"inductor"`` (no inductor on Ascend). STOCK_TORCH_COMPILE and DYNAMO_TRACE_ONCE
   are refused (they would hand the FX graph to torch's backend registry, not to us).
-* capture sizes: :func:`vllm_ascend_graph.capture_sizes.plan_capture_sizes` (case C-19).
+* capture sizes: :func:`vllm_ascend_graph.capture_sizes.plan_capture_sizes`.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def configure_execution_mode(vllm_config: Any) -> None:
 
     Raises:
         ValueError: an unsupported compilation mode; ``VLLM_USE_MEGA_AOT_ARTIFACT=1``;
-            capture sizes that leave nothing to capture; a graph budget below one size's graphs (case C-19).
+            capture sizes that leave nothing to capture; a graph budget below one size's graphs.
         TypeError: a capture size that is not an int.
     """
     from vllm.config import CompilationMode, CUDAGraphMode

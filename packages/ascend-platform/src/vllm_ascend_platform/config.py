@@ -2,7 +2,7 @@
 
 Users pass them as JSON: ``--additional-config '{"ascend_compilation_config":
 {"fuse_swiglu": false}}'`` (or ``LLM(additional_config={...})``). Parsing is strict
-(case C-18):
+(upstream vLLM options write their own keys into it):
 
 * an unknown key raises :class:`AscendConfigError` naming the key and the closest
   valid one (``difflib``);

@@ -1,7 +1,7 @@
 """Features the Ascend plugin does not serve yet, refused at start-up.
 
 A request path that is not built must fail when the engine is configured, naming
-the feature and what to change, never mid-request (issue 3, item 2). Each check
+the feature and what to change, never mid-request. Each check
 reads a field of vLLM 0.32's ``VllmConfig`` (``vllm/config/vllm.py``) or of
 :class:`~vllm_ascend_platform.config.AscendConfig`.
 """

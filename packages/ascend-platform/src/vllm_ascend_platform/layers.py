@@ -1,6 +1,6 @@
 """Finding sibling layers by name: the platform never imports them at module level.
 
-DESIGN.md section 2: the platform names the other layers only by qualified-name
+docs/architecture.md, "Layers": the platform names the other layers only by qualified-name
 strings, and a missing layer is a clear start-up error naming the extra to install.
 """
 

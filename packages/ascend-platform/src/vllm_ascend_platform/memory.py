@@ -5,7 +5,7 @@ device memory is the NPU's; in emulation it is ``VLLM_ASCEND_EMULATE_DEVICE_MEMO
 ``gpu_memory_utilization`` applies to it in both modes. When weights plus
 activations leave too little for one ``max_model_len`` sequence, the start stops
 here with weight size, budget, shortfall, the settings to change and the largest
-``max_model_len`` that fits (case C-14), rather than with a zero or negative
+``max_model_len`` that fits, rather than with a zero or negative
 block count later.
 """
 

@@ -1,4 +1,4 @@
-"""The patch registry (DESIGN.md section 6): every monkey-patch of vLLM, declared.
+"""The patch registry (docs/architecture.md, "Add a patch"): every monkey-patch of vLLM, declared.
 
 Monkey-patching vLLM internals is the last resort. Each patch states the vLLM
 symbol it touches, the vLLM versions it was written for, why upstream cannot be

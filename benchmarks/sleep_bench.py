@@ -43,6 +43,7 @@ def main() -> None:
     else:
         os.environ["VLLM_ASCEND_EMULATE"] = "1"
     from vllm import LLM
+
     from vllm_ascend import demo_model
 
     llm = LLM(model=str(demo_model.prepare()), dtype="float16" if args.simulated else "float32",

@@ -21,6 +21,7 @@ PROMPTS = ["The capital of France is", "def fibonacci(n):"]
 def tiny_qwen3(tmp_path_factory) -> str:
     import torch
     from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
+
     from vllm_ascend import demo_model
 
     tok_src = str(demo_model.prepare())
@@ -78,6 +79,7 @@ def test_moe_sleep_wake_reload(tmp_path):
     from engine import close_llm
     from moe_checkpoints import save_tiny
     from vllm import LLM, SamplingParams
+
     from vllm_ascend import demo_model
 
     path = save_tiny("qwen3_moe", tmp_path / "moe", str(demo_model.prepare()))

@@ -154,5 +154,5 @@ def registered_patches() -> list[Patch]:
 
 # Modules that declare patches: each registers its own at import. Imported here, last, so every
 # process that applies patches (the general plugin, ``vllm_ascend.layers``) sees them all.
-import vllm_ascend_platform.worker_start  # noqa: E402,F401
 import vllm_ascend_platform.lora_admission  # noqa: E402,F401
+import vllm_ascend_platform.worker_start  # noqa: E402,F401

@@ -30,8 +30,8 @@ Memory accounting per mode (``ascend_ops.device.kind()``):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 import torch
 

@@ -18,11 +18,13 @@ def fakes(monkeypatch):
     attention.update = lambda params: 0
     graph = types.ModuleType("fake_graph_layer")
     graph.register = registered.append
+    graph.unregister = lambda hook: registered.remove(hook) if hook in registered else None
     monkeypatch.setitem(sys.modules, "fake_attention_layer", attention)
     monkeypatch.setitem(sys.modules, "fake_graph_layer", graph)
     names = {"vllm_ascend_attention": attention, "vllm_ascend_graph": graph}
     monkeypatch.setattr(layers, "import_optional", names.get)
     monkeypatch.setattr(layers, "GRAPH_PARAM_HOOK_REGISTRAR", "fake_graph_layer.register")
+    monkeypatch.setattr(layers, "GRAPH_PARAM_HOOK_UNREGISTRAR", "fake_graph_layer.unregister")
     return registered, attention
 
 
@@ -34,7 +36,14 @@ def test_hook_is_registered_by_name(fakes, monkeypatch):
 
 
 def test_switch_off_is_a_negative_control(fakes, monkeypatch):
-    registered, _ = fakes
+    registered, attention = fakes
+    monkeypatch.setenv("VLLM_ASCEND_GRAPH_PARAM_UPDATE", "0")
+    assert layers.connect_graph_param_updates() is False
+    assert registered == []
+    # switching off after an earlier registration in the same process removes the hook again
+    monkeypatch.setenv("VLLM_ASCEND_GRAPH_PARAM_UPDATE", "1")
+    assert layers.connect_graph_param_updates() is True
+    assert registered == [attention.update]
     monkeypatch.setenv("VLLM_ASCEND_GRAPH_PARAM_UPDATE", "0")
     assert layers.connect_graph_param_updates() is False
     assert registered == []

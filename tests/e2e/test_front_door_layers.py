@@ -1,12 +1,13 @@
 """The meta-package's general plugin (src/vllm_ascend/layers.py), in process.
 
-Contract (DESIGN.md section 2): nothing happens unless our platform is current; the
+Contract (docs/architecture.md, "How the plugin is found"): nothing happens unless our platform is current; the
 layer-skew check names the mismatch; an installed layer without its register hook is
 an error naming it; every registered layer is reported to the platform's startup_check.
 """
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.metadata
 import sys
 import types
@@ -55,6 +56,8 @@ def test_registers_installed_layers_and_tells_the_platform(monkeypatch):
     called = []
     for key in ("attention", "models"):
         mod = types.ModuleType(f"vllm_ascend_{key}")
+        # a real module has a spec; importlib.util.find_spec raises on a spec-less sys.modules entry
+        mod.__spec__ = importlib.machinery.ModuleSpec(mod.__name__, None)
         mod.register = lambda key=key: called.append(key)
         monkeypatch.setitem(sys.modules, f"vllm_ascend_{key}", mod)
     real = importlib.metadata.version

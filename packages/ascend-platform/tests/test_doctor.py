@@ -61,6 +61,15 @@ def test_simulated_npu_with_emulation_is_a_problem():
     report = json.loads(proc.stdout)
     assert proc.returncode == 1
     assert any("both set" in p for p in report["problems"]), report["problems"]
+    assert report["mode"] == "refused" and report["devices"] == []
+
+
+def test_simulated_npu_without_schema_wheel_is_a_problem(tmp_path):
+    proc = _doctor({"VLLM_ASCEND_SIMULATE_NPU": "1", "ASCEND_OPS_TORCH_NPU_CACHE": str(tmp_path)},
+                   "--json")
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1, proc.stdout
+    assert any("torch-npu wheel" in p and "--fetch" in p for p in report["problems"])
 
 
 @pytest.mark.requires_meta

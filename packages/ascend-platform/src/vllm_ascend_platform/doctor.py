@@ -53,14 +53,32 @@ def _requested_mode(problems: list[str]) -> str | None:
     if emulate and simulate:
         problems.append("VLLM_ASCEND_EMULATE=1 and VLLM_ASCEND_SIMULATE_NPU=1 are both set; "
                         "they are different modes, unset one of them")
+        return "refused"
     if emulate:
         return "emulation"
     if simulate:
         if not _has_simulator():
             problems.append("VLLM_ASCEND_SIMULATE_NPU=1 but ascend_ops.simulator is not "
                             "installed; install ascend-ops from this checkout")
+        else:
+            problems.extend(_simulator_problems())
         return "simulated-npu"
     return None
+
+
+def _simulator_problems() -> list[str]:
+    """What keeps the simulated NPU from starting: its operator schemas come from the torch-npu
+    wheel in the cache (docs/simulated-npu.md), fetched by scripts/bootstrap.sh."""
+    try:
+        from ascend_ops.simulator import schemas
+
+        if schemas.find_wheel() is None:
+            return ["VLLM_ASCEND_SIMULATE_NPU=1 but the torch-npu wheel (the simulator's operator "
+                    f"schemas) is not in {schemas.cache_dir()}; fetch it with: "
+                    "python -m ascend_ops.simulator.schemas --fetch"]
+    except Exception as exc:  # report, never raise from doctor
+        return [f"the simulated NPU cannot load its schemas: {type(exc).__name__}: {exc}"]
+    return []
 
 
 def _cann_version() -> str | None:
@@ -170,6 +188,9 @@ def collect() -> dict[str, Any]:
     except (Exception, SystemExit) as exc:
         report["patches"] = []
         problems.append(f"the patch registry could not be read: {exc}")
+    for patch in report["patches"]:  # startup_check refuses to start with a drifted patch
+        if patch["state"] == "drifted":
+            problems.append(f"patch {patch['name']} ({patch['target']}) drifted: {patch['reason']}")
     report["ok"] = not problems
     return report
 
@@ -245,9 +266,10 @@ def render(report: dict[str, Any]) -> str:
         for ep in eps:
             name = ep.split(" -> ")[0]
             lines.append(f"  {group}: {ep} [{'loads' if name in loads else 'skipped'}]")
-    lines.append("patches:   " + ("none registered" if not report["patches"] else ""))
+    lines.append("patches:   " + ("none (or the registry could not be read: see problems)"
+                                  if not report["patches"] else f"{len(report['patches'])} declared"))
     for p in report["patches"]:
-        lines.append(f"  {p['name']} ({p['target']}): {p['state']} {p['reason']}")
+        lines.append(f"  {p['name']} ({p['target']}): {p['state']} ({p['reason']})")
     for note in report["notes"]:
         lines.append(f"note:      {note}")
     for problem in report["problems"]:

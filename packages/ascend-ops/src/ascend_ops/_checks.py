@@ -99,8 +99,10 @@ def rotary_values(positions, cos_sin_cache) -> None:
 def reshape_and_cache(key, value, key_cache, value_cache, slot_mapping) -> None:
     float_tensor("key", key, 3)
     float_tensor("value", value, 3)
-    float_tensor("key_cache", key_cache, 4)
-    float_tensor("value_cache", value_cache, 4)
+    from ascend_ops import _checks_kv  # imports this module
+
+    _checks_kv.cache_tensor("key_cache", key_cache, 4)
+    _checks_kv.cache_tensor("value_cache", value_cache, 4)
     index_tensor("slot_mapping", slot_mapping, 1)
     # value may have its own head dim Dv (MLA: key = kv_c, value = k_pe, as ATB allows)
     if value.shape[:2] != key.shape[:2]:
@@ -112,8 +114,9 @@ def reshape_and_cache(key, value, key_cache, value_cache, slot_mapping) -> None:
             f"value_cache shape {tuple(value_cache.shape)} must share key_cache's "
             f"[num_blocks, block_size, Hk] {tuple(key_cache.shape)}"
         )
-    same_dtype("key_cache", key_cache, "key", key)
-    same_dtype("value_cache", value_cache, "value", value)
+    same_dtype("value", value, "key", key)
+    same_dtype("value_cache", value_cache, "key_cache", key_cache)
+    _checks_kv.cache_matches("key_cache", key_cache, "key", key)
     if key.shape[1:] != key_cache.shape[2:]:
         raise ValueError(
             f"key shape {tuple(key.shape)} must be [T, Hk, D] matching key_cache "
@@ -145,11 +148,13 @@ def attention(query, key_cache, value_cache, block_table, query_start_loc, seq_l
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     float_tensor("query", query, 3 if layout == "TND" else 4)
-    float_tensor("key_cache", key_cache, 4)
-    float_tensor("value_cache", value_cache, 4)
+    from ascend_ops import _checks_kv  # imports this module
+
+    _checks_kv.cache_tensor("key_cache", key_cache, 4)
+    _checks_kv.cache_tensor("value_cache", value_cache, 4)
     same_shape("value_cache", value_cache, "key_cache", key_cache)
-    same_dtype("key_cache", key_cache, "query", query)
-    same_dtype("value_cache", value_cache, "query", query)
+    same_dtype("value_cache", value_cache, "key_cache", key_cache)
+    _checks_kv.cache_matches("key_cache", key_cache, "query", query)
     index_tensor("block_table", block_table, 2)
     index_tensor("query_start_loc", query_start_loc, 1)
     index_tensor("seq_lens", seq_lens, 1)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops import _checks, _native, _npu, reference
+from ascend_ops import _checks, _checks_kv, _native, _npu, reference
+from ascend_ops.reference import kv_quant
 from ascend_ops._dispatch import count, eager_direct, select_backend
 
 
@@ -30,6 +31,40 @@ def _cpu_lengths(device, ends, kv_lens):
     """``query_start_loc`` / ``seq_lens`` tensors built from host lists (CPU branches)."""
     qsl = torch.tensor([0, *ends], dtype=torch.int32, device=device)
     return qsl, torch.tensor(kv_lens, dtype=torch.int32, device=device)
+
+
+def _dequantized(query, key_cache, value_cache, block_table, seq_lens, k_scale, v_scale, kv_lens):
+    """Dequantize-on-read for a cache stored in another dtype (CPU branches): the blocks the
+    requests reference, read back in query's dtype (``reference/kv_quant.py``), as a compact
+    cache with its own block table, so a step costs the blocks in use, not the whole cache.
+    Raises ValueError naming ``block_table`` for a referenced block outside the cache."""
+    bs, nb = key_cache.shape[1], key_cache.shape[0]
+    lens = list(kv_lens) if kv_lens is not None else [int(v) for v in seq_lens.tolist()]
+    rows = len(lens)
+    need = torch.tensor([-(-kv // bs) for kv in lens], dtype=torch.long)
+    cols = min(block_table.shape[1], max(1, int(need.max()) if rows else 1))
+    table = block_table[:rows, :cols].long().cpu()
+    wanted = torch.arange(cols).unsqueeze(0) < need.unsqueeze(1)
+    if bool((wanted & ((table < 0) | (table >= nb))).any()):
+        raise ValueError(f"block_table references a block outside [0, {nb}) (key_cache num_blocks)")
+    used = torch.where(wanted, table, 0).reshape(-1).to(key_cache.device)
+    kc = kv_quant.dequantize(key_cache.index_select(0, used), query.dtype, k_scale)
+    vc = kv_quant.dequantize(value_cache.index_select(0, used), query.dtype, v_scale)
+    compact = torch.arange(used.numel(), dtype=torch.int32, device=query.device)
+    return kc, vc, compact.view(rows, cols)
+
+
+def _read_cache(backend, query, key_cache, value_cache, block_table, seq_lens, k_scale, v_scale,
+                kv_lens):
+    """(key_cache, value_cache, block_table) in query's dtype; raises on the NPU branch."""
+    _checks_kv.cache_scales(query, key_cache, k_scale, v_scale)
+    if key_cache.dtype == query.dtype:
+        return key_cache, value_cache, block_table
+    if backend == "npu":
+        raise _checks_kv.npu_cache_error("fused_infer_attention", key_cache.dtype, query.dtype)
+    return _dequantized(
+        query, key_cache, value_cache, block_table, seq_lens, k_scale, v_scale, kv_lens
+    )
 
 
 def _tnd(backend, query, key_cache, value_cache, block_table, qsl, seq_lens, scale, causal, ends, kv_lens):
@@ -65,10 +100,16 @@ def _attention_impl(
     layout: str = "TND",
     actual_seq_lengths: list[int] | None = None,
     actual_seq_lengths_kv: list[int] | None = None,
+    k_scale: float = 1.0,
+    v_scale: float = 1.0,
 ) -> torch.Tensor:
     _checks.attention(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, layout)
     backend = select_backend(query)
     count("fused_infer_attention", backend)
+    key_cache, value_cache, block_table = _read_cache(
+        backend, query, key_cache, value_cache, block_table, seq_lens, k_scale, v_scale,
+        actual_seq_lengths_kv,
+    )
     args = (key_cache, value_cache, block_table, query_start_loc, seq_lens, scale, causal)
     if layout == "TND":
         return _tnd(backend, query, *args, actual_seq_lengths, actual_seq_lengths_kv)
@@ -88,7 +129,7 @@ _attention_op = torch.library.custom_op("ascend::fused_infer_attention", mutates
 
 @_attention_op.register_fake
 def _(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, scale, causal=True,
-      layout="TND", actual_seq_lengths=None, actual_seq_lengths_kv=None):
+      layout="TND", actual_seq_lengths=None, actual_seq_lengths_kv=None, k_scale=1.0, v_scale=1.0):
     _checks.attention(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, layout)
     return torch.empty_like(query)
 
@@ -107,12 +148,18 @@ def _attention_out_impl(
     out: torch.Tensor,
     softmax_lse: torch.Tensor,
     workspace: torch.Tensor | None = None,
+    k_scale: float = 1.0,
+    v_scale: float = 1.0,
 ) -> None:
     _checks.attention(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, "TND")
     _checks.same_shape("out", out, "query", query)
     _checks.same_dtype("out", out, "query", query)
     backend = select_backend(query)
     count("fused_infer_attention", backend)
+    key_cache, value_cache, block_table = _read_cache(
+        backend, query, key_cache, value_cache, block_table, seq_lens, k_scale, v_scale,
+        actual_seq_lengths_kv,
+    )
     if backend == "npu":
         ends, kv_lens = _host_lengths(query_start_loc, seq_lens, actual_seq_lengths, actual_seq_lengths_kv)
         _checks.attention_lengths(query, key_cache, block_table, seq_lens.shape[0], ends, kv_lens)
@@ -132,7 +179,8 @@ _attention_out_op = torch.library.custom_op(
 
 @_attention_out_op.register_fake
 def _(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, scale, causal,
-      actual_seq_lengths, actual_seq_lengths_kv, out, softmax_lse, workspace=None):
+      actual_seq_lengths, actual_seq_lengths_kv, out, softmax_lse, workspace=None, k_scale=1.0,
+      v_scale=1.0):
     _checks.attention(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, "TND")
 
 
@@ -152,6 +200,8 @@ def fused_infer_attention(
     out: torch.Tensor | None = None,
     softmax_lse: torch.Tensor | None = None,
     workspace: torch.Tensor | None = None,
+    k_scale: float = 1.0,
+    v_scale: float = 1.0,
 ) -> torch.Tensor:
     """Attention over a paged KV cache for prefill, chunked prefill, prefix hits and decode.
 
@@ -161,7 +211,12 @@ def fused_infer_attention(
     Shapes/dtypes: ``query`` TND [T, Hq, D] (or BSND [B, S, Hq, D] with ``layout="BSND"``;
     request b's valid rows are the first qsl[b+1]-qsl[b] of its S, the rest return zeros);
     ``key_cache``/``value_cache`` [num_blocks, block_size, Hk, D] of query's dtype
-    (float32/bfloat16/float16); the NPU branch needs them contiguous (CPU branches accept
+    (float32/bfloat16/float16), or a narrower storage dtype written by
+    :func:`~ascend_ops.reshape_and_cache` (float8_e4m3fn / float8_e5m2 read back as
+    ``stored * k_scale`` / ``stored * v_scale``, float16/bfloat16 under float32 as a cast;
+    ``ascend_ops/reference/kv_quant.py``, vLLM's ``kv_cache_dtype`` semantics), dequantized per
+    call for the blocks in use (CPU branches only; the NPU branch raises ValueError naming the
+    SoC rule); the NPU branch needs them contiguous (CPU branches accept
     strided views); ``block_table`` int [B, max_blocks];
     ``query_start_loc`` int [B+1] cumulative query lengths from 0; ``seq_lens`` int [B] KV length
     per request including this step's tokens (already written to the cache).
@@ -191,7 +246,8 @@ def fused_infer_attention(
     non-contiguous caches on NPU; TypeError for wrong dtypes.
     """
     host = dict(actual_seq_lengths=_as_ints(actual_seq_lengths, "actual_seq_lengths"),
-                actual_seq_lengths_kv=_as_ints(actual_seq_lengths_kv, "actual_seq_lengths_kv"))
+                actual_seq_lengths_kv=_as_ints(actual_seq_lengths_kv, "actual_seq_lengths_kv"),
+                k_scale=float(k_scale), v_scale=float(v_scale))
     args = (query, key_cache, value_cache, block_table, query_start_loc, seq_lens,
             float(scale), bool(causal))
     if out is None:
@@ -202,7 +258,8 @@ def fused_infer_attention(
         raise ValueError(f"out= is supported with layout='TND' only, got {layout!r}")
     if softmax_lse is None:
         raise ValueError("out= needs softmax_lse (a [1] tensor of query's dtype kept with out)")
-    tail = (host["actual_seq_lengths"], host["actual_seq_lengths_kv"], out, softmax_lse, workspace)
+    tail = (host["actual_seq_lengths"], host["actual_seq_lengths_kv"], out, softmax_lse, workspace,
+            host["k_scale"], host["v_scale"])
     if eager_direct(*args[:6], out, softmax_lse):
         _attention_out_impl(*args, *tail)
     else:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops import _checks, _native, _npu, reference
+from ascend_ops import _checks, _checks_kv, _native, _npu, reference
+from ascend_ops.reference import kv_quant
 from ascend_ops._dispatch import count, eager_direct, select_backend
 
 
@@ -14,10 +15,25 @@ def _reshape_and_cache_impl(
     key_cache: torch.Tensor,
     value_cache: torch.Tensor,
     slot_mapping: torch.Tensor,
+    k_scale: float = 1.0,
+    v_scale: float = 1.0,
 ) -> None:
     _checks.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
+    _checks_kv.cache_scales(key, key_cache, k_scale, v_scale)
     backend = select_backend(key)
     count("reshape_and_cache", backend)
+    stored = key_cache.dtype != key.dtype
+    if backend == "npu" and stored:
+        raise _checks_kv.npu_cache_error("reshape_and_cache", key_cache.dtype, key.dtype)
+    if stored:
+        # quantize on write (reference/kv_quant.py), then the plain scatter below
+        _checks.slot_values(slot_mapping, key_cache)
+        reference.reshape_and_cache(
+            kv_quant.quantize(key, key_cache.dtype, k_scale),
+            kv_quant.quantize(value, value_cache.dtype, v_scale),
+            key_cache, value_cache, slot_mapping,
+        )
+        return
     if backend == "native" and value.shape[-1] == key.shape[-1]:
         _native.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
         return
@@ -36,7 +52,7 @@ _reshape_and_cache_op = torch.library.custom_op(
 
 
 @_reshape_and_cache_op.register_fake
-def _(key, value, key_cache, value_cache, slot_mapping):
+def _(key, value, key_cache, value_cache, slot_mapping, k_scale=1.0, v_scale=1.0):
     _checks.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
 
 
@@ -46,6 +62,9 @@ def reshape_and_cache(
     key_cache: torch.Tensor,
     value_cache: torch.Tensor,
     slot_mapping: torch.Tensor,
+    *,
+    k_scale: float = 1.0,
+    v_scale: float = 1.0,
 ) -> None:
     """Scatter this step's K/V into the paged cache, in place.
 
@@ -54,13 +73,20 @@ def reshape_and_cache(
     rope caches; the C++ kernel serves Dv == D, the reference the rest), same dtype as key/value;
     CPU branches accept strided views, the NPU branch needs contiguous caches (ValueError
     otherwise); ``slot_mapping`` int32/int64
-    [T]. Token t goes to block slot // block_size, offset slot % block_size; slot < 0 is padding
+    [T]. Quantized / narrower caches: ``key_cache``/``value_cache`` may instead be float8_e4m3fn
+    or float8_e5m2 (vLLM's ``kv_cache_dtype`` "fp8"/"fp8_e4m3" and "fp8_e5m2", stored as
+    ``saturate(key / k_scale)`` and ``saturate(value / v_scale)``, see
+    ``ascend_ops/reference/kv_quant.py``) or float16/bfloat16 under a float32 key (a cast; the
+    scales must be 1.0). CPU branches only: the NPU branch raises ValueError naming the SoC rule
+    (ATB ``_npu_reshape_and_cache`` takes key and caches of one dtype, fp16/bf16/int8).
+    Token t goes to block slot // block_size, offset slot % block_size; slot < 0 is padding
     and is skipped.
     NPU: ATB ``torch_npu._npu_reshape_and_cache(key, value, key_cache, value_cache, slot_indices)``.
     Raises ValueError naming ``slot_mapping`` for a slot >= num_blocks * block_size (CPU
     branches; nothing is written), TypeError/ValueError naming the argument for dtype/shape mismatches.
     """
+    scales = (float(k_scale), float(v_scale))
     if eager_direct(key, value, key_cache, value_cache, slot_mapping):
-        _reshape_and_cache_impl(key, value, key_cache, value_cache, slot_mapping)
+        _reshape_and_cache_impl(key, value, key_cache, value_cache, slot_mapping, *scales)
     else:
-        torch.ops.ascend.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
+        torch.ops.ascend.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping, *scales)

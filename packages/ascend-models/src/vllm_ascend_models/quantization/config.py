@@ -31,10 +31,17 @@ _META_KEYS = ("model_quant_type", "version", "metadata", "group_size", "optional
 class AscendQuantConfig(QuantizationConfig):
     """Per-layer schemes from an msModelSlim ``quant_model_description.json`` (see module doc)."""
 
-    def __init__(self, description: dict[str, Any]):
+    def __init__(self, description: dict[str, Any] | None = None):
         super().__init__()
-        self.description = description
-        self.model_quant_type = description.get("model_quant_type")
+        self.description: dict[str, Any] = {}
+        self.model_quant_type = None
+        if description is not None:
+            self._set_description(description)
+
+    def _set_description(self, description: dict[str, Any]) -> None:
+        if not isinstance(description, dict):
+            raise ValueError(f"{DESCRIPTION_FILE} must hold a JSON object, got "
+                             f"{type(description).__name__}")
         for key, scheme in description.items():
             if key in _META_KEYS or not isinstance(scheme, str):
                 continue
@@ -44,6 +51,8 @@ class AscendQuantConfig(QuantizationConfig):
                     f"quantization={QUANT_METHOD!r} does not support (supported: "
                     f"{', '.join(SUPPORTED_SCHEMES)}); re-quantize with msModelSlim using a W8A8 or "
                     "W8A8_DYNAMIC config")
+        self.description = description
+        self.model_quant_type = description.get("model_quant_type")
 
     def __repr__(self) -> str:
         return f"AscendQuantConfig(model_quant_type={self.model_quant_type!r})"
@@ -60,7 +69,32 @@ class AscendQuantConfig(QuantizationConfig):
 
     @staticmethod
     def get_config_filenames() -> list[str]:
-        return [DESCRIPTION_FILE]
+        # none: vLLM's get_quant_config then builds AscendQuantConfig() and calls
+        # maybe_update_config with the model path, where a missing description is reported
+        # with what to do (vLLM alone would say only "Cannot find the config file")
+        return []
+
+    def maybe_update_config(self, model_name: str, hf_config: Any = None,
+                            revision: str | None = None) -> None:
+        """Read ``quant_model_description.json`` of ``model_name`` (vLLM ``QuantizationConfig``
+        hook, called once the config is built).
+
+        Raises:
+            ValueError: the checkpoint has no description (a float checkpoint served with
+                ``quantization="ascend"``), or the description names an unsupported scheme.
+        """
+        if self.description:
+            return
+        from vllm.transformers_utils.repo_utils import file_or_path_exists, get_hf_file_to_dict
+
+        if not file_or_path_exists(model_name, DESCRIPTION_FILE, revision):
+            raise ValueError(
+                f"quantization={QUANT_METHOD!r}: {model_name} has no {DESCRIPTION_FILE}, the "
+                "per-tensor scheme file msModelSlim writes next to the quantized weights (a float "
+                f"checkpoint?). Serve a float checkpoint without quantization={QUANT_METHOD!r}, "
+                "or quantize it with msModelSlim first (README)")
+        self._set_description(get_hf_file_to_dict(DESCRIPTION_FILE, model_name,
+                                                  revision or "main"))
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> AscendQuantConfig:
@@ -97,8 +131,10 @@ class AscendQuantConfig(QuantizationConfig):
         )
 
         scheme = self.scheme_of(prefix)
+        name = prefix.rpartition(".")[2]
+        parts = list(self.packed_modules_mapping.get(name, [name]))
         if scheme == "W8A8":
-            return AscendW8A8LinearMethod(prefix)
+            return AscendW8A8LinearMethod(prefix, parts)
         if scheme == "W8A8_DYNAMIC":
-            return AscendW8A8DynamicLinearMethod(prefix)
+            return AscendW8A8DynamicLinearMethod(prefix, parts)
         return UnquantizedLinearMethod()

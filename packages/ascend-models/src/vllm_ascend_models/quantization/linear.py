@@ -23,7 +23,6 @@ import ascend_ops
 import torch
 from vllm.model_executor.layers.linear import (
     LinearMethodBase,
-    RowParallelLinear,
     register_weight_loader_v2_supported_method,
 )
 from vllm.model_executor.parameter import (
@@ -31,6 +30,8 @@ from vllm.model_executor.parameter import (
     ModelWeightParameter,
     PerTensorScaleParameter,
 )
+
+from vllm_ascend_models.quantization.loading import FLOAT, LoadChecks, quant_bias_once
 
 
 def decode_deq_scale(t: torch.Tensor) -> torch.Tensor:
@@ -59,73 +60,83 @@ class DeqScaleParameter(ChannelQuantScaleParameter):
         super().load_qkv_weight(decode_deq_scale(loaded_weight), **kw)
 
 
-def _check_loaded(prefix: str, name: str, t: torch.Tensor, dtype: torch.dtype) -> None:
-    if t.dtype != dtype:
-        raise ValueError(f"{prefix}.{name}: expected {dtype}, checkpoint gave {t.dtype}")
-    if t.is_floating_point() and not torch.isfinite(t).all():
-        raise ValueError(f"{prefix}.{name}: not loaded or not finite (missing from the checkpoint?)")
+def _check_finite(prefix: str, name: str, t: torch.Tensor) -> None:
+    if not torch.isfinite(t).all():
+        raise ValueError(f"checkpoint tensor {prefix}.{name!r}: has non-finite values")
+
+
+_VEC = lambda rows, cols: (rows,)  # noqa: E731  per output channel
+_COL = lambda rows, cols: (rows, 1)  # noqa: E731  per output channel, msModelSlim [out, 1]
+_ONE = lambda rows, cols: (1,)  # noqa: E731  per tensor
+_MAT = lambda rows, cols: (rows, cols)  # noqa: E731  int8 weight [out, in]
 
 
 class _AscendInt8Linear(LinearMethodBase):
-    """Shared int8 weight handling of both schemes."""
+    """Shared int8 weight handling of both schemes; ``parts`` are the checkpoint module names
+    fused into the layer (``["q_proj", "k_proj", "v_proj"]`` for ``qkv_proj``)."""
 
-    def __init__(self, prefix: str):
+    SPEC: dict = {}
+
+    def __init__(self, prefix: str, parts: list[str] | None = None):
         self.prefix = prefix
+        self.parts = parts or [prefix.rpartition(".")[2]]
 
-    def _weight(self, layer, in_size, out_sizes, loader):
-        # filled with NaN-free sentinel values so a missing tensor is detectable after loading
-        w = ModelWeightParameter(data=torch.empty(sum(out_sizes), in_size, dtype=torch.int8),
-                                 input_dim=1, output_dim=0, weight_loader=loader)
+    def _checks(self, layer, input_size, extra) -> tuple[LoadChecks, object]:
+        checks = LoadChecks(self.prefix, self.parts, layer, input_size, self.SPEC)
+        layer.ascend_load_checks = checks
+        return checks, extra["weight_loader"]
+
+    def _weight(self, layer, in_size, out_sizes, checks, loader):
+        w = ModelWeightParameter(data=torch.zeros(sum(out_sizes), in_size, dtype=torch.int8),
+                                 input_dim=1, output_dim=0,
+                                 weight_loader=checks.wrap("weight", loader))
         layer.register_parameter("weight", w)
 
-    @staticmethod
-    def _nan(*shape) -> torch.Tensor:
-        return torch.full(shape, float("nan"), dtype=torch.float32)
-
     def _finish_weight(self, layer) -> None:
-        w = layer.weight.data
-        _check_loaded(self.prefix, "weight", w, torch.int8)
-        layer.weight = torch.nn.Parameter(w.t(), requires_grad=False)  # [in, out] for x2
+        layer.ascend_load_checks.require_loaded()
+        del layer.ascend_load_checks
+        layer.weight = torch.nn.Parameter(layer.weight.data.t(), requires_grad=False)  # [in, out]
 
 
 @register_weight_loader_v2_supported_method
 class AscendW8A8LinearMethod(_AscendInt8Linear):
     """Static W8A8: per-tensor asymmetric activation, per-channel symmetric int8 weight."""
 
+    SPEC = {"weight": ((torch.int8,), _MAT), "input_scale": ((FLOAT,), _ONE),
+            "input_offset": ((FLOAT,), _ONE), "deq_scale": ((torch.int64, torch.float32), _VEC),
+            "quant_bias": ((torch.int32,), _VEC)}
+
     def create_weights(self, layer, input_size_per_partition, output_partition_sizes, input_size,
                        output_size, params_dtype, **extra_weight_attrs):
-        loader = extra_weight_attrs["weight_loader"]
+        checks, loader = self._checks(layer, input_size, extra_weight_attrs)
         out = sum(output_partition_sizes)
-        self._weight(layer, input_size_per_partition, output_partition_sizes, loader)
+        self._weight(layer, input_size_per_partition, output_partition_sizes, checks, loader)
         n_parts = len(output_partition_sizes)
-        layer.register_parameter("input_scale", PerTensorScaleParameter(
-            data=self._nan(n_parts), weight_loader=loader))
-        layer.register_parameter("input_offset", PerTensorScaleParameter(
-            data=self._nan(n_parts), weight_loader=loader))
+        for name in ("input_scale", "input_offset"):
+            layer.register_parameter(name, PerTensorScaleParameter(
+                data=torch.zeros(n_parts), weight_loader=checks.wrap(name, loader)))
         layer.register_parameter("deq_scale", DeqScaleParameter(
-            data=self._nan(out), output_dim=0, weight_loader=loader))
+            data=torch.zeros(out), output_dim=0, weight_loader=checks.wrap("deq_scale", loader)))
         layer.register_parameter("quant_bias", ChannelQuantScaleParameter(
-            data=torch.full((out,), -(2**31), dtype=torch.int32), output_dim=0,
-            weight_loader=loader))
+            data=torch.zeros(out, dtype=torch.int32), output_dim=0,
+            weight_loader=checks.wrap("quant_bias", loader)))
         layer.ascend_act_dtype = params_dtype
 
     def process_weights_after_loading(self, layer) -> None:
         self._finish_weight(layer)
         for name in ("input_scale", "input_offset", "deq_scale"):
-            _check_loaded(self.prefix, name, getattr(layer, name).data, torch.float32)
+            _check_finite(self.prefix, name, getattr(layer, name).data)
         scale, offset = layer.input_scale.data, layer.input_offset.data
         # the parts of a fused layer quantize the same input: one scale/offset for all of them
         if not (torch.equal(scale, scale[:1].expand_as(scale))
                 and torch.equal(offset, offset[:1].expand_as(offset))):
-            raise ValueError(f"{self.prefix}: the fused parts have different input_scale/"
-                             f"input_offset ({scale.tolist()}, {offset.tolist()}); they must agree")
+            raise ValueError(f"{self.prefix}: the fused parts {self.parts} have different "
+                             f"input_scale/input_offset ({scale.tolist()}, {offset.tolist()}); "
+                             "they quantize the same input, so they must agree")
         if scale[0] <= 0:
-            raise ValueError(f"{self.prefix}.input_scale must be > 0, got {float(scale[0])}")
-        bias = layer.quant_bias.data
-        if bool((bias == -(2**31)).all()):
-            raise ValueError(f"{self.prefix}.quant_bias: missing from the checkpoint")
-        if isinstance(layer, RowParallelLinear) and layer.tp_rank > 0:
-            bias = torch.zeros_like(bias)  # the partial sums are all-reduced: add it once
+            raise ValueError(f"checkpoint tensor {self.prefix}.input_scale: expected > 0, found "
+                             f"{float(scale[0])}")
+        bias = quant_bias_once(layer, layer.quant_bias.data)
         dtype = layer.ascend_act_dtype
         # npu_quantize(div_mode=False) multiplies: scales = 1 / input_scale, in the input dtype
         layer.ascend_scales = (1.0 / scale[:1]).to(dtype)
@@ -149,23 +160,26 @@ class AscendW8A8LinearMethod(_AscendInt8Linear):
 class AscendW8A8DynamicLinearMethod(_AscendInt8Linear):
     """W8A8_DYNAMIC: per-token symmetric activation, per-channel symmetric int8 weight."""
 
+    SPEC = {"weight": ((torch.int8,), _MAT), "weight_scale": ((FLOAT,), _COL),
+            "weight_offset": ((FLOAT,), _COL)}
+
     def create_weights(self, layer, input_size_per_partition, output_partition_sizes, input_size,
                        output_size, params_dtype, **extra_weight_attrs):
-        loader = extra_weight_attrs["weight_loader"]
+        checks, loader = self._checks(layer, input_size, extra_weight_attrs)
         out = sum(output_partition_sizes)
-        self._weight(layer, input_size_per_partition, output_partition_sizes, loader)
-        layer.register_parameter("weight_scale", ChannelQuantScaleParameter(
-            data=self._nan(out, 1), output_dim=0, weight_loader=loader))
-        layer.register_parameter("weight_offset", ChannelQuantScaleParameter(
-            data=self._nan(out, 1), output_dim=0, weight_loader=loader))
+        self._weight(layer, input_size_per_partition, output_partition_sizes, checks, loader)
+        for name in ("weight_scale", "weight_offset"):
+            layer.register_parameter(name, ChannelQuantScaleParameter(
+                data=torch.zeros(out, 1), output_dim=0, weight_loader=checks.wrap(name, loader)))
 
     def process_weights_after_loading(self, layer) -> None:
         self._finish_weight(layer)
         for name in ("weight_scale", "weight_offset"):
-            _check_loaded(self.prefix, name, getattr(layer, name).data, torch.float32)
+            _check_finite(self.prefix, name, getattr(layer, name).data)
         if bool((layer.weight_offset.data != 0).any()):
-            raise ValueError(f"{self.prefix}.weight_offset: asymmetric int8 weights are not "
-                             "supported (W8A8_DYNAMIC weights are symmetric: offset 0)")
+            raise ValueError(f"checkpoint tensor {self.prefix}.weight_offset: expected all zeros "
+                             "(W8A8_DYNAMIC weights are symmetric); asymmetric int8 weights are "
+                             "not supported")
         layer.weight_scale = torch.nn.Parameter(layer.weight_scale.data.reshape(-1).contiguous(),
                                                 requires_grad=False)
         del layer.weight_offset

@@ -26,6 +26,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("reshape_and_cache", &reshape_and_cache, nogil);
   m.def("paged_attention", &paged_attention, nogil);
   m.def("grouped_matmul", &grouped_matmul, nogil);
+  m.def("sample_recovered_tokens", &sample_recovered_tokens, nogil);
+  m.def("rejection_sample", &rejection_sample, nogil);
   m.def("num_threads", &num_threads, "OpenMP threads the kernels use");
   m.attr("openmp") = py::bool_(
 #ifdef ASCEND_OPS_OPENMP

@@ -32,5 +32,14 @@ void paged_attention(uintptr_t query, uintptr_t key_cache, uintptr_t value_cache
 void grouped_matmul(uintptr_t x, uintptr_t weight, uintptr_t group_list, uintptr_t out,
                     int64_t rows, int64_t k, int64_t n, int64_t experts, int64_t stride_e,
                     int64_t stride_n, int dtype);
+void sample_recovered_tokens(uintptr_t out, uintptr_t cu_num_draft_tokens, uintptr_t draft_ids,
+                             uintptr_t draft_probs, int draft_dtype, uintptr_t target_probs,
+                             int target_dtype, uintptr_t inv_q, bool inv_q_f64, int64_t batch,
+                             int64_t tokens, int64_t vocab);
+void rejection_sample(uintptr_t out, uintptr_t cu_num_draft_tokens, uintptr_t draft_ids,
+                      uintptr_t target_argmax, uintptr_t target_probs, int target_dtype,
+                      uintptr_t draft_probs, int draft_dtype, uintptr_t bonus_ids,
+                      uintptr_t recovered_ids, uintptr_t uniform_probs, uintptr_t is_greedy,
+                      int64_t batch, int64_t tokens, int64_t vocab, int64_t max_spec_len);
 
 }  // namespace ascend_ops

@@ -28,6 +28,7 @@ from ascend_ops.ops.moe import (
 from ascend_ops.ops.norm import add_rms_norm, rms_norm
 from ascend_ops.ops.quant import dynamic_quant, quant_matmul, quantize
 from ascend_ops.ops.rotary import rotary_embedding
+from ascend_ops.ops.spec_decode import rejection_sample, sample_recovered_tokens
 
 __version__ = "0.1.0"
 
@@ -53,11 +54,15 @@ LORA_OPS = ("lora_shrink", "lora_expand", "lora_linear", "sgmv_shrink", "sgmv_ex
 #: the int8 quantization ops (ascend_ops.ops.quant), listed apart from OPS
 QUANT_OPS = ("quantize", "dynamic_quant", "quant_matmul")
 
+#: the speculative-decoding verification ops (ascend_ops.ops.spec_decode), listed apart from OPS
+SPEC_DECODE_OPS = ("rejection_sample", "sample_recovered_tokens")
+
 __all__ = [
     "BACKENDS",
     "LORA_OPS",
     "MLA_OPS",
     "QUANT_OPS",
+    "SPEC_DECODE_OPS",
     "OPS",
     "add_rms_norm",
     "call_counts",
@@ -80,10 +85,12 @@ __all__ = [
     "quant_matmul",
     "quantize",
     "reference",
+    "rejection_sample",
     "reset_call_counts",
     "reshape_and_cache",
     "rms_norm",
     "rotary_embedding",
+    "sample_recovered_tokens",
     "sgmv_expand",
     "sgmv_shrink",
     "silu_and_mul",

@@ -52,9 +52,12 @@ def test_upstream_keys_pass_and_supported_values_stay():
 def test_upstream_unsupported_values_warn_and_fall_back(caplog):
     raw = {"gdn_prefill_backend": "triton", "kda_decode_backend": "flashinfer",
            "kda_prefill_backend": "auto"}
+    vllm_config = SimpleNamespace(additional_config=raw)
     with caplog.at_level(logging.WARNING, logger="vllm.ascend"):
-        parse_additional_config(raw)
-    assert raw == {"kda_prefill_backend": "auto"}  # dropped: vLLM picks its default
+        cfg.init_ascend_config(vllm_config)
+    # dropped: vLLM picks its default; the caller's dict itself is left as it was
+    assert vllm_config.additional_config == {"kda_prefill_backend": "auto"}
+    assert len(raw) == 3
     text = caplog.text
     assert "gdn_prefill_backend='triton'" in text and "--gdn-prefill-backend" in text
     assert "kda_decode_backend='flashinfer'" in text

@@ -58,3 +58,59 @@ def test_statuses_without_applying():
     assert [s.state for s in patches.patch_statuses("0.33.0")] == ["skipped"]
     assert [s.state for s in patches.patch_statuses(None)] == ["skipped"]
     assert log == []
+
+
+def _scoped(name, events, check=lambda obj: True):
+    import contextlib
+
+    @contextlib.contextmanager
+    def apply():
+        events.append("in")
+        yield
+        events.append("out")
+
+    return patches.Patch(name=name, target="json:dumps", vllm_versions=">=0.32,<0.33", why="test",
+                         check=check, apply=apply, scope="scoped", when="test")
+
+
+def test_scoped_patch_is_entered_and_undone_and_never_applied_at_startup():
+    events: list[str] = []
+    patches.register_patch(_scoped("s", events))
+    patches.apply_patches("0.32.0")
+    assert events == []  # not a start-up patch
+    with patches.patched("s"):
+        assert events == ["in"]
+    assert events == ["in", "out"]
+    with pytest.raises(ValueError, match="only 'on-demand' patches"):
+        patches.apply_patch("s")
+    with pytest.raises(KeyError, match="no patch named 'nope'"):
+        with patches.patched("nope"):
+            pass
+
+
+def test_drifted_scoped_patch_refuses_to_enter():
+    events: list[str] = []
+    patches.register_patch(_scoped("d", events, check=lambda obj: False))
+    with pytest.raises(RuntimeError, match="patch d .* drifted"):
+        with patches.patched("d"):
+            pass
+    assert events == []
+
+
+def test_on_demand_patch_passes_arguments_and_reports_applied():
+    seen: list[object] = []
+    patches.register_patch(patches.Patch(
+        name="od", target="json:dumps", vllm_versions=">=0.0", why="test", check=callable,
+        apply=lambda arg: seen.append(arg) or "done", scope="on-demand", when="test"))
+    assert [s.reason for s in patches.patch_statuses("0.32.0")] == ["on-demand: test"]
+    assert patches.apply_patch("od", 7) == "done"
+    assert seen == [7]
+    (status,) = patches.patch_statuses("0.32.0")
+    assert (status.state, status.reason) == ("applied", "applied 1x in this process")
+
+
+def test_unknown_scope_is_refused():
+    with pytest.raises(ValueError, match="scope must be one of"):
+        patches.register_patch(patches.Patch(
+            name="x", target="json:dumps", vllm_versions=">=0.32", why="t",
+            check=callable, apply=lambda: None, scope="sometimes"))

@@ -50,6 +50,7 @@ def set_eager(vllm_config: Any) -> None:
 MEGA_AOT_ENV = "VLLM_USE_MEGA_AOT_ARTIFACT"
 
 
+# patch: mega-aot-artifact-off (declared in vllm_ascend_platform.patches; docs/architecture.md)
 def _keep_aot_cache_loadable() -> None:
     """Turn off vLLM's "mega" AOT artifact for our backend (or refuse a user's explicit on).
 

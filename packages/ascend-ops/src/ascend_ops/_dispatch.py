@@ -28,6 +28,7 @@ _native_module = None
 _native_error: str | None = None
 
 
+# patch: native-omp-wait-policy (declared in vllm_ascend_platform.patches; docs/architecture.md)
 def _load_native():
     global _native_module, _native_error
     if _native_module is None and _native_error is None:

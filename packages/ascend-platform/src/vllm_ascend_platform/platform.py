@@ -35,13 +35,13 @@ SIMULATED = MODE == "simulated-npu"
 #: device tensors are host (CPU) tensors: CPU emulation and simulated NPU
 ON_HOST = EMULATED or SIMULATED
 if EMULATED:
-    from vllm_ascend_platform.emulation import install_host_accelerator
+    from vllm_ascend_platform.patches import apply_patch
 
-    install_host_accelerator()
+    apply_patch("emulation-host-accelerator")
 elif SIMULATED:  # the simulated torch_npu stands in for the real one (docs/simulated-npu.md)
-    from vllm_ascend_platform.simulated import install_simulated_npu
+    from vllm_ascend_platform.patches import apply_patch
 
-    install_simulated_npu()
+    apply_patch("simulated-npu")
 else:  # NPU mode: torch_npu registers the npu device (the plugin already checked it imports)
     from ascend_ops import device as _npu_device
 
@@ -157,9 +157,9 @@ class NPUPlatform(Platform):
     @classmethod
     def pre_register_and_update(cls, parser: Any = None) -> None:
         """Make ``--additional-config`` parse strictly (malformed JSON fails at parse time)."""
-        from vllm_ascend_platform.config import strict_additional_config_argument
+        from vllm_ascend_platform.patches import apply_patch
 
-        strict_additional_config_argument(parser)
+        apply_patch("additional-config-argparse", parser)
 
     def is_sleep_mode_available(self) -> bool:
         """Sleep mode runs through the "ascend" sleep-mode backend (sleep_mode.py)."""

@@ -20,9 +20,9 @@ from vllm.v1.worker.worker_base import CompilationTimes
 from vllm.v1.worker.workspace import init_workspace_manager
 
 from vllm_ascend_platform import envs
-from vllm_ascend_platform.graph_capture import capture_context
 from vllm_ascend_platform.memory import KVBudget, activation_estimate, check_kv_budget
-from vllm_ascend_platform.model_runner import NPUModelRunner, device_stream_api
+from vllm_ascend_platform.model_runner import NPUModelRunner
+from vllm_ascend_platform.patches import patched
 from vllm_ascend_platform.worker_start import startup_step
 
 logger = init_logger("vllm.ascend.worker")
@@ -168,7 +168,7 @@ class NPUWorker(Worker):
         from vllm.config import CUDAGraphMode
 
         if self.compilation_config.cudagraph_mode != CUDAGraphMode.NONE:
-            with device_stream_api(), capture_context():
+            with patched("device-stream-api"), patched("graph-capture"):
                 self.model_runner.capture_model()
         set_random_seed(self.model_config.seed)
         return CompilationTimes(
@@ -185,12 +185,12 @@ class NPUWorker(Worker):
 
     def sleep(self, level: int = 1) -> None:
         """vLLM's ``Worker.sleep`` (the sleep-mode backend does the work, sleep_mode.py)."""
-        with _accelerator_api():
+        with patched("sleep-accelerator-api"):
             super().sleep(level)
 
     def wake_up(self, tags: list[str] | None = None) -> None:
         """vLLM's ``Worker.wake_up`` through the sleep-mode backend."""
-        with _accelerator_api():
+        with patched("sleep-accelerator-api"):
             super().wake_up(tags)
         backend = self.sleep_mode_backend
         if getattr(backend, "graphs_dropped", False) and backend.state() == "RUNNING":
@@ -199,6 +199,7 @@ class NPUWorker(Worker):
             self.compile_or_warm_up_model()
 
 
+# patch: sleep-accelerator-api (declared in vllm_ascend_platform.patches; docs/architecture.md)
 @contextlib.contextmanager
 def _accelerator_api():
     """In CPU emulation, give vLLM's sleep path the ``torch.accelerator`` calls it makes

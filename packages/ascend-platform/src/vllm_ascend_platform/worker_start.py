@@ -206,6 +206,7 @@ def _looks_like_vllm_032(target: Any) -> bool:
         WorkerProc, "wait_for_response_handle_ready")
 
 
+# patch: worker-ready-timeout (declared in vllm_ascend_platform.patches; docs/architecture.md)
 def _apply() -> None:
     from vllm.v1.executor.multiproc_executor import WorkerProc
 

@@ -26,6 +26,7 @@ _lock = threading.Lock()
 _installed: dict = {}
 
 
+# patch: simulated-npu (declared in vllm_ascend_platform.patches; docs/architecture.md)
 def install(capacity_bytes: int | None = None, device_count: int | None = None):
     """Install the simulator in this process and return the simulated ``torch_npu`` module.
 
@@ -107,6 +108,7 @@ def _wrap_npu_modules() -> list:
     return undo
 
 
+# patch: simulated-npu (declared in vllm_ascend_platform.patches; docs/architecture.md)
 def uninstall() -> None:
     """Undo ``install()`` in this process (tests): restore ``sys.modules``, ``torch.npu`` and our
     NPU modules' functions; the ``torch.library`` definitions stay. No-op when not installed."""

@@ -136,6 +136,7 @@ def _guarded(name, orig):
     return method
 
 
+# patch: simulated-npu-capture-guard (declared in vllm_ascend_platform.patches; docs/architecture.md)
 def _patch_tensor_methods(on: bool) -> None:
     if on:
         for name in _PATCHED:

@@ -1,0 +1,143 @@
+"""Declarations of the patches whose code lives elsewhere (docs/architecture.md, "Add a patch").
+
+Each entry names the function that makes the change by its qualified name, imported only when
+the patch is applied, so importing the registry stays cheap (no model runner, no simulator).
+Two patches declare their own entry next to their code: ``lora_admission`` and ``worker_start``.
+The functions that make a change carry a ``# patch: <name>`` marker with the name used here;
+the platform's source scan (``tests/test_patch_scan.py``) checks both directions.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from vllm_ascend_platform.patches import Patch, register_patch
+
+VLLM_032 = ">=0.32,<0.33"
+ACCELERATOR_CALLS = ("synchronize", "get_memory_info", "empty_cache", "empty_host_cache")
+CUDA_STREAM_API = ("Stream", "Event", "current_stream", "stream")
+
+
+def _call(qualname: str) -> Any:
+    """``module.function`` (or ``module.function`` returning a context manager), imported now."""
+    module, _, attr = qualname.rpartition(".")
+
+    def call(*args: Any) -> Any:
+        return getattr(importlib.import_module(module), attr)(*args)
+
+    return call
+
+
+def _has(*names: str) -> Any:
+    return lambda obj: all(callable(getattr(obj, n, None)) for n in names)
+
+
+def _owner(*args: Any) -> None:
+    raise RuntimeError("an 'owner' patch is applied by its owner, not by the registry")
+
+
+def _is_vllm_graph_capture(obj: Any) -> bool:
+    from vllm.distributed import parallel_state
+
+    from vllm_ascend_platform.graph_capture import npu_graph_capture
+
+    return obj is parallel_state.graph_capture or obj is npu_graph_capture
+
+
+register_patch(Patch(
+    name="emulation-host-accelerator",
+    target="torch:accelerator",
+    vllm_versions=VLLM_032,
+    why="CPU-only torch raises from torch.accelerator.synchronize/empty_cache/get_memory_info, "
+        "which vLLM calls unconditionally; in emulation the device is the host",
+    check=_has(*ACCELERATOR_CALLS),
+    apply=_call("vllm_ascend_platform.emulation.install_host_accelerator"),
+    scope="on-demand", when="CPU emulation, when the platform module is imported",
+))
+register_patch(Patch(
+    name="simulated-npu",
+    target="torch:accelerator",
+    vllm_versions=VLLM_032,
+    why="the simulated NPU stands in for torch_npu (sys.modules['torch_npu'], torch.npu) and "
+        "routes torch.accelerator calls to it (docs/simulated-npu.md)",
+    check=_has(*ACCELERATOR_CALLS),
+    apply=_call("vllm_ascend_platform.simulated.install_simulated_npu"),
+    scope="on-demand", when="simulated-NPU mode, when the platform module is imported",
+))
+register_patch(Patch(
+    name="device-stream-api",
+    target="torch:cuda",
+    vllm_versions=VLLM_032,
+    why="GPUModelRunner calls torch.cuda.Stream/Event/current_stream/stream and torch.Event "
+        "directly; around our runner's calls they resolve to ascend_ops.device",
+    check=_has(*CUDA_STREAM_API),
+    apply=_call("vllm_ascend_platform.model_runner.device_stream_api"),
+    scope="scoped", when="around NPUModelRunner construction, steps and graph capture",
+))
+register_patch(Patch(
+    name="graph-capture",
+    target="vllm.v1.worker.gpu_model_runner:graph_capture",
+    vllm_versions=VLLM_032,
+    why="GroupCoordinator.graph_capture asserts a CUDA/XPU communicator for TP/PP/DP > 1; "
+        "ACL graph capture needs only the side stream",
+    check=_is_vllm_graph_capture,
+    apply=_call("vllm_ascend_platform.graph_capture.capture_context"),
+    scope="scoped", when="around NPUWorker's graph capture",
+))
+register_patch(Patch(
+    name="sleep-accelerator-api",
+    target="torch:accelerator",
+    vllm_versions=VLLM_032,
+    why="vLLM's sleep/wake_up path calls torch.accelerator.synchronize/get_memory_info, which "
+        "CPU-only torch refuses",
+    check=_has("synchronize", "get_memory_info", "is_available"),
+    apply=_call("vllm_ascend_platform.worker._accelerator_api"),
+    scope="scoped", when="CPU emulation, around NPUWorker.sleep and wake_up",
+))
+register_patch(Patch(
+    name="additional-config-argparse",
+    target="vllm.engine.arg_utils:union_dict_and_str",
+    vllm_versions=VLLM_032,
+    why="vLLM passes a malformed --additional-config through as a string, which fails later "
+        "with an opaque validation error; the option's type becomes a strict JSON-object parser",
+    check=callable,
+    apply=_call("vllm_ascend_platform.config.strict_additional_config_argument"),
+    scope="on-demand", when="NPUPlatform.pre_register_and_update (vLLM hands us its parser)",
+))
+register_patch(Patch(
+    name="mega-aot-artifact-off",
+    target="vllm.envs:environment_variables",
+    vllm_versions=VLLM_032,
+    why="VLLM_USE_MEGA_AOT_ARTIFACT=1 reloads inductor artifacts our compile backend never "
+        "writes; the graph layer sets it to 0 unless the user set it",
+    check=lambda env: "VLLM_USE_MEGA_AOT_ARTIFACT" in env,
+    apply=_owner, scope="owner", when="graph layer, configuring the execution mode",
+))
+register_patch(Patch(
+    name="native-omp-wait-policy",
+    target="os:environ",
+    vllm_versions=VLLM_032,
+    why="libgomp reads OMP_WAIT_POLICY when ascend_ops._C loads; PASSIVE keeps its idle threads "
+        "off torch's cores; restored right after the import",
+    check=lambda env: hasattr(env, "setdefault"),
+    apply=_owner, scope="owner", when="ascend_ops, first load of the native kernels",
+))
+register_patch(Patch(
+    name="simulated-npu-capture-guard",
+    target="torch:Tensor",
+    vllm_versions=VLLM_032,
+    why="a host sync inside simulated NPU graph capture must fail as on the device; "
+        "Tensor.tolist/cpu/numpy raise while capturing (docs/simulated-npu.md)",
+    check=_has("tolist", "cpu", "numpy"),
+    apply=_owner, scope="owner", when="ascend_ops simulator, during graph capture",
+))
+register_patch(Patch(
+    name="demo-hub-offline",
+    target="os:environ",
+    vllm_versions=VLLM_032,
+    why="the demo checkpoint converter must never reach a model hub (HF_HUB_OFFLINE is read "
+        "when huggingface_hub is imported)",
+    check=lambda env: hasattr(env, "setdefault"),
+    apply=_owner, scope="owner", when="vllm_ascend.demo_model (its own process)",
+))

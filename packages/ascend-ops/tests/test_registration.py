@@ -61,8 +61,11 @@ def test_ops_trace_as_single_nodes_under_compile():
 
 def test_backend_selection_rules(monkeypatch):
     t = torch.zeros(1)
-    expected_auto = "native" if ascend_ops.native_available() else "reference"
-    assert ascend_ops._dispatch.select_backend(t) == expected_auto
+    if ascend_ops.native_available():
+        assert ascend_ops._dispatch.select_backend(t) == "native"
+    else:  # no silent fallback to the reference kernels
+        with pytest.raises(ascend_ops._dispatch.NativeKernelsMissing):
+            ascend_ops._dispatch.select_backend(t)
     with ascend_ops.use_backend("npu"):
         assert ascend_ops._dispatch.select_backend(t) == "npu"
         with ascend_ops.use_backend("reference"):

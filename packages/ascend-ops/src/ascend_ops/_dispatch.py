@@ -2,9 +2,12 @@
 
 Selection rule (ops contract): tensors on an ``npu`` device, or any tensor while the simulated NPU
 (``ascend_ops.simulator.install()``, docs/simulated-npu.md) is active -> the torch_npu branch;
-otherwise the compiled ``ascend_ops._C`` kernels when they import, else the pure-torch reference.
+otherwise (CPU tensors) the compiled ``ascend_ops._C`` kernels. When ``_C`` did not import, a CPU
+call raises :class:`NativeKernelsMissing` naming the import failure and the rebuild command: the
+pure-torch reference kernels (3-20x slower, ``benchmarks/``) run only when chosen explicitly.
 ``use_backend`` (or the ``ASCEND_OPS_BACKEND`` environment variable) forces one backend; forcing
-``native`` when ``_C`` did not import is an error, never a silent fallback.
+``native`` when ``_C`` did not import is an error too, never a silent fallback.
+``ascend_ops.backends.kernel_backends`` reports the choice per op family.
 """
 
 from __future__ import annotations
@@ -26,6 +29,16 @@ _counts: Counter[str] = Counter()
 _backend_counts: Counter[tuple[str, str]] = Counter()
 _native_module = None
 _native_error: str | None = None
+
+#: how to get ``ascend_ops._C`` back (the editable install compiles it, scripts/bootstrap.sh)
+REBUILD_HINT = ("rebuild it with `pip install --no-deps --force-reinstall -e packages/ascend-ops` "
+                "from the repository root (needs a C++17 compiler; `bash scripts/bootstrap.sh "
+                "--force` reinstalls everything), or choose the pure-torch reference kernels "
+                "explicitly with ASCEND_OPS_BACKEND=reference")
+
+
+class NativeKernelsMissing(RuntimeError):
+    """CPU tensors, no backend chosen, and ``ascend_ops._C`` did not import."""
 
 
 # patch: native-omp-wait-policy (declared in vllm_ascend_platform.patches; docs/architecture.md)
@@ -58,11 +71,9 @@ def native_module():
     """Return the ``ascend_ops._C`` module; RuntimeError saying how to build it when absent."""
     mod = _load_native()
     if mod is None:
-        raise RuntimeError(
-            "the native CPU kernels (ascend_ops._C) are not available "
-            f"({_native_error}); install ascend-ops non-editable (`pip install packages/ascend-ops`) "
-            "so the scikit-build hook compiles them, or select backend 'reference'"
-        )
+        raise NativeKernelsMissing(
+            f"the native CPU kernels (ascend_ops._C) are not available ({_native_error}); "
+            + REBUILD_HINT)
     return mod
 
 
@@ -109,7 +120,8 @@ def select_backend(t: torch.Tensor) -> str:
         return forced
     if t.device.type == "npu" or _simulated():
         return "npu"
-    if t.device.type == "cpu" and native_available():
+    if t.device.type == "cpu":
+        native_module()  # raises NativeKernelsMissing (import failure + fix) when absent
         return "native"
     return "reference"
 

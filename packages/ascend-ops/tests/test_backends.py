@@ -1,0 +1,63 @@
+"""Backend per op family (``ascend_ops.backends``) and the missing-``_C`` error (``_dispatch``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import ascend_ops
+import pytest
+import torch
+from ascend_ops import _dispatch, backends
+
+OPS_DIR = Path(ascend_ops.__file__).parent / "ops"
+
+
+def test_families_are_the_op_modules_and_native_flags_match_their_source():
+    modules = {p.stem for p in OPS_DIR.glob("*.py") if p.stem != "__init__"}
+    assert set(backends.FAMILIES) == modules
+    for family, has_native in backends.FAMILIES.items():
+        source = (OPS_DIR / f"{family}.py").read_text()
+        assert ('"native"' in source) == has_native, family
+
+
+@pytest.fixture
+def no_native(monkeypatch):
+    monkeypatch.setattr(_dispatch, "_native_module", None)
+    monkeypatch.setattr(_dispatch, "_native_error", "ImportError: libgomp.so.1: not found")
+    monkeypatch.delenv("ASCEND_OPS_BACKEND", raising=False)
+
+
+def test_missing_native_module_is_an_error_naming_the_failure_and_the_fix(no_native):
+    with pytest.raises(_dispatch.NativeKernelsMissing) as info:
+        ascend_ops.swiglu(torch.zeros(2, 4))
+    text = str(info.value)
+    assert "libgomp.so.1" in text and "pip install" in text and "ASCEND_OPS_BACKEND=reference" in text
+    report = {fb.family: fb for fb in backends.kernel_backends("cpu")}
+    assert report["norm"].backend is None and "libgomp.so.1" in report["norm"].reason
+    assert report["mla"].backend == "reference"  # no compiled kernel for MLA in any case
+    assert "libgomp.so.1" in backends.native_problem()
+    assert "UNAVAILABLE: activation" in backends.summary("cpu")
+
+
+def test_reference_chosen_explicitly_runs_without_native_module(no_native, monkeypatch):
+    monkeypatch.setenv("ASCEND_OPS_BACKEND", "reference")
+    x = torch.randn(2, 8)
+    gate, up = x.chunk(2, dim=-1)
+    torch.testing.assert_close(ascend_ops.swiglu(x), torch.nn.functional.silu(gate) * up)
+    assert {fb.backend for fb in backends.kernel_backends("cpu")} == {"reference"}
+    assert all("explicitly" in fb.reason for fb in backends.kernel_backends("cpu"))
+
+
+def test_npu_device_reports_torch_npu_for_every_family(monkeypatch):
+    monkeypatch.delenv("ASCEND_OPS_BACKEND", raising=False)
+    assert {fb.backend for fb in backends.kernel_backends("npu")} == {"npu"}
+    with pytest.raises(ValueError, match="device_type"):
+        backends.kernel_backends("cuda")
+
+
+@pytest.mark.skipif(not ascend_ops.native_available(), reason="ascend_ops._C not built here")
+def test_cpu_with_native_module(monkeypatch):
+    monkeypatch.delenv("ASCEND_OPS_BACKEND", raising=False)
+    got = {fb.family: fb.backend for fb in backends.kernel_backends("cpu")}
+    assert got == {f: ("native" if native else "reference") for f, native in backends.FAMILIES.items()}
+    assert backends.native_problem() is None

@@ -116,6 +116,15 @@ class NPUModelRunner(GPUModelRunner):
             return sampled_token_ids.tolist()
         return super()._to_list(sampled_token_ids)
 
+    def load_lora_model(self, model: nn.Module, vllm_config: VllmConfig,
+                        device: torch.device) -> nn.Module:
+        """vLLM's LoRA wrapping, after refusing LoRA on monolithic MoE experts (ValueError
+        naming ``--lora-target-modules``; ``lora_moe.py``)."""
+        from vllm_ascend_platform.lora_moe import refuse_expert_lora
+
+        refuse_expert_lora(model, vllm_config.lora_config)
+        return super().load_lora_model(model, vllm_config, device)
+
     def load_model(self, load_dummy_weights: bool = False) -> None:
         """Load weights; on the host (emulation, simulated NPU) count their bytes (no device
         allocator to ask) and, simulated, account them on the simulated device."""

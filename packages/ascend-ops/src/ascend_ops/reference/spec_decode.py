@@ -41,7 +41,7 @@ def _f32(x: float) -> float:
 
 def _spans(cu_num_draft_tokens: torch.Tensor) -> list[tuple[int, int]]:
     ends = [int(e) for e in cu_num_draft_tokens.tolist()]
-    return list(zip([0, *ends[:-1]], ends))
+    return list(zip([0, *ends[:-1]], ends, strict=True))
 
 
 def _probs64(t: torch.Tensor) -> torch.Tensor:

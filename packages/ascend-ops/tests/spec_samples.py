@@ -1,0 +1,122 @@
+"""Speculative-decoding verification problems and an independent oracle of vLLM 0.32's rule.
+
+The oracle (``oracle``) is written from the documented rule in ``vllm/v1/sample/
+rejection_sampler.py`` with numpy float32 arithmetic (the kernels' precision), independently of
+``ascend_ops.reference.spec_decode`` (which computes in float64 and rounds).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+PLACEHOLDER = -1
+
+
+@dataclass
+class Problem:
+    draft: torch.Tensor          # [N] int32
+    cu: torch.Tensor             # [B] int32
+    counts: list[int]
+    target_probs: torch.Tensor   # [N, V]
+    draft_probs: torch.Tensor | None
+    target_argmax: torch.Tensor | None
+    bonus: torch.Tensor          # [B, 1] int64
+    uniform: torch.Tensor        # [N] float64
+    inv_q: torch.Tensor          # [B, V] float32 / float64
+    is_greedy: torch.Tensor | None
+    max_spec_len: int
+
+    def recovered_args(self):
+        return self.draft, self.cu, self.draft_probs, self.target_probs, self.inv_q
+
+    def rejection_args(self, recovered):
+        random_rows = self.is_greedy is not None
+        return (self.draft, self.cu, self.target_argmax,
+                self.target_probs if random_rows else None, self.draft_probs, self.bonus,
+                recovered if random_rows else None, self.uniform if random_rows else None,
+                self.is_greedy, self.max_spec_len)
+
+
+def make_problem(counts, vocab, dtype=torch.float32, *, draft_probs=True, greedy="mixed",
+                 scenario="random", seed=0, noise_dtype=torch.float32, max_spec_len=None):
+    """``greedy``: "all" (is_greedy None), "mixed" or "none" (target_argmax None).
+    ``scenario``: "random", "accept" (every draft accepted) or "reject_first"."""
+    g = torch.Generator().manual_seed(seed)
+    batch, n = len(counts), sum(counts)
+    cu = torch.tensor(counts, dtype=torch.int64).cumsum(0).to(torch.int32)
+    tp = torch.softmax(torch.randn(n, vocab, generator=g) * 1.5, -1)
+    dp = torch.softmax(torch.randn(n, vocab, generator=g) * 1.5, -1)
+    draft = torch.multinomial(dp, 1, generator=g).view(-1) if n else torch.zeros(0, dtype=torch.long)
+    if greedy == "all":
+        is_greedy = None
+    elif greedy == "none":
+        is_greedy = torch.zeros(batch, dtype=torch.bool)
+    else:
+        is_greedy = torch.rand(batch, generator=g) < 0.5
+    uniform = torch.rand(n, dtype=torch.float64, generator=g)
+    argmax = tp.argmax(-1)
+    row_greedy = (torch.ones(batch, dtype=torch.bool) if is_greedy is None else is_greedy)
+    tok_greedy = row_greedy.repeat_interleave(torch.tensor(counts, dtype=torch.long),
+                                              output_size=n)
+    if scenario == "accept":
+        argmax = torch.where(tok_greedy, draft, argmax)
+        uniform.zero_()
+    elif scenario == "reject_first":
+        firsts = (cu.long() - torch.tensor(counts))[torch.tensor(counts) > 0]
+        argmax[firsts] = (draft[firsts] + 1) % vocab
+        tp[firsts, draft[firsts]] = 0.0  # ratio 0 < u
+        uniform[firsts] = 0.5 + 0.5 * uniform[firsts]
+    tp, dp = tp.to(dtype), dp.to(dtype)
+    noise = torch.empty(batch, vocab, dtype=noise_dtype).exponential_(generator=g).reciprocal()
+    return Problem(
+        draft=draft.to(torch.int32), cu=cu, counts=list(counts), target_probs=tp,
+        draft_probs=dp if draft_probs else None,
+        target_argmax=None if greedy == "none" else argmax, is_greedy=is_greedy,
+        bonus=torch.randint(0, vocab, (batch, 1), generator=g), uniform=uniform,
+        inv_q=noise, max_spec_len=max(counts) if max_spec_len is None else max_spec_len)
+
+
+def oracle(pb: Problem) -> tuple[np.ndarray, np.ndarray]:
+    """(recovered [N], output [B, S+1]) by the documented rule, numpy float32 arithmetic."""
+    p = pb.target_probs.float().numpy()
+    q = None if pb.draft_probs is None else pb.draft_probs.float().numpy()
+    noise = pb.inv_q.numpy()
+    draft = pb.draft.numpy().astype(np.int64)
+    ends = np.cumsum(pb.counts)
+    starts = ends - np.array(pb.counts)
+    rec = np.zeros(len(draft), np.int64)
+    for b, (s, e) in enumerate(zip(starts, ends, strict=True)):
+        for t in range(s, e):
+            if q is None:
+                res = p[t].copy()
+                if draft[t] >= 0:
+                    res[draft[t]] = np.float32(0)
+            else:
+                res = np.maximum(p[t] - q[t], np.float32(0))
+            score = (res * noise[b]) if noise.dtype == np.float32 else res.astype(np.float64) * noise[b]
+            rec[t] = int(np.argmax(score))
+    out = np.full((len(pb.counts), pb.max_spec_len + 1), PLACEHOLDER, np.int32)
+    for b, (s, e) in enumerate(zip(starts, ends, strict=True)):
+        greedy = pb.is_greedy is None or bool(pb.is_greedy[b])
+        if greedy and pb.target_argmax is None:
+            continue
+        j = 0
+        while j < e - s:
+            t, d = s + j, draft[s + j]
+            if greedy:
+                ok, alt = d == int(pb.target_argmax[t]), int(pb.target_argmax[t])
+            else:
+                qd = np.float32(1) if q is None else q[t, d] if d >= 0 else np.float32(0)
+                ok = d >= 0 and qd > 0 and float(np.float32(p[t, d]) / qd) >= float(pb.uniform[t])
+                alt = rec[t]
+            if not ok:
+                out[b, j] = alt
+                break
+            out[b, j] = d
+            j += 1
+        else:
+            out[b, e - s] = int(pb.bonus[b, 0])
+    return rec, out

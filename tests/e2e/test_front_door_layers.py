@@ -1,19 +1,19 @@
 """The meta-package's general plugin (src/vllm_ascend/layers.py), in process.
 
-Contract (docs/architecture.md, "How the plugin is found"): nothing happens unless our platform is current; the
-layer-skew check names the mismatch; an installed layer without its register hook is
-an error naming it; every registered layer is reported to the platform's startup_check.
+Contract (docs/architecture.md, "How the plugin is found" and "The layer contract"): nothing
+happens unless our platform is current; the layer-skew check and the vLLM version check name the
+mismatch; each installed layer's published register hook runs once, in description order; a
+layer whose hook cannot be imported is an error naming it; every registered layer is reported
+to the platform's startup_check.
 """
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.metadata
 import sys
 import types
 
 import pytest
-from vllm_ascend_platform import patches, plugin, version_check
+from vllm_ascend_platform import contract, patches, plugin, version_check
 
 from vllm_ascend import layers
 
@@ -29,12 +29,13 @@ def fresh(monkeypatch):
     monkeypatch.setattr(patches, "apply_patches", lambda *a: [])
     yield
     plugin._state = saved
+    version_check._reset_for_tests()
 
 
 def test_other_platform_does_nothing(monkeypatch):
     monkeypatch.setattr(layers, "_our_platform_is_current", lambda: False)
     calls = []
-    monkeypatch.setattr(layers, "_register_layer", lambda layer: calls.append(layer))
+    monkeypatch.setattr(layers, "_register_layer", lambda desc: calls.append(desc))
     assert layers.register_all_layers() == {}
     assert calls == [] and plugin.layers_registered() is None
 
@@ -50,46 +51,57 @@ def test_our_platform_check_uses_the_platform_module(monkeypatch):
     assert layers._our_platform_is_current() is False
 
 
+def _fake_layers(monkeypatch, names, hook_module=None):
+    """Install descriptions for fake layers ``names`` whose register hooks record their calls."""
+    called = []
+    module = types.ModuleType("fake_layer_hooks")
+    descriptions = []
+    for name in names:
+        setattr(module, f"register_{name}", lambda name=name: called.append(name))
+        descriptions.append(contract.validate({
+            "name": name, "distribution": f"vllm-ascend-{name}", "version": "0.1.2",
+            "vllm": ">=0.32,<0.33", "after": ("attention",) if name == "models" else (),
+            "provides": {"register": f"{hook_module or module.__name__}.register_{name}"},
+        }, "test"))
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setattr(contract, "installed_layers", lambda: tuple(descriptions))
+    monkeypatch.setattr(version_check, "layer_skew_problems", lambda: [])
+    monkeypatch.setattr(version_check, "layer_statuses", lambda: [])
+    return called
+
+
 def test_registers_installed_layers_and_tells_the_platform(monkeypatch):
     monkeypatch.setattr(layers, "_our_platform_is_current", lambda: True)
-    installed = {"vllm-ascend-attention": "0.1.0", "vllm-ascend-models": "0.1.2"}
-    called = []
-    for key in ("attention", "models"):
-        mod = types.ModuleType(f"vllm_ascend_{key}")
-        # a real module has a spec; importlib.util.find_spec raises on a spec-less sys.modules entry
-        mod.__spec__ = importlib.machinery.ModuleSpec(mod.__name__, None)
-        mod.register = lambda key=key: called.append(key)
-        monkeypatch.setitem(sys.modules, f"vllm_ascend_{key}", mod)
-    real = importlib.metadata.version
-
-    def version(dist):
-        if dist in installed:
-            return installed[dist]
-        if dist in ("vllm-ascend-comm", "vllm-ascend-graph"):
-            raise importlib.metadata.PackageNotFoundError(dist)
-        return real(dist)
-
-    monkeypatch.setattr(importlib.metadata, "version", version)
-    monkeypatch.setattr(version_check, "layer_skew_problems", lambda: [])
-    assert layers.register_all_layers() == {"attention": "0.1.0", "models": "0.1.2"}
+    called = _fake_layers(monkeypatch, ["attention", "models"])
+    assert layers.register_all_layers() == {"attention": "0.1.2", "models": "0.1.2"}
     assert called == ["attention", "models"]  # attention first: models may import it
-    assert plugin.layers_registered() == {"attention": "0.1.0", "models": "0.1.2"}
-    assert layers.register_all_layers() == {"attention": "0.1.0", "models": "0.1.2"}
+    assert plugin.layers_registered() == {"attention": "0.1.2", "models": "0.1.2"}
+    assert layers.register_all_layers() == {"attention": "0.1.2", "models": "0.1.2"}
     assert called == ["attention", "models"]  # once per process
 
 
-def test_installed_layer_without_hook_is_an_error(monkeypatch):
+def test_layer_whose_hook_cannot_be_imported_is_an_error(monkeypatch):
     monkeypatch.setattr(layers, "_our_platform_is_current", lambda: True)
-    monkeypatch.setattr(version_check, "layer_skew_problems", lambda: [])
-    monkeypatch.setitem(sys.modules, "vllm_ascend_attention", types.ModuleType("vllm_ascend_attention"))
-    real = importlib.metadata.version
-    monkeypatch.setattr(importlib.metadata, "version",
-                        lambda d: "0.1.0" if d == "vllm-ascend-attention" else real(d))
+    _fake_layers(monkeypatch, ["attention"], hook_module="no_such_layer_module")
     with pytest.raises(layers.LayerRegistrationError,
-                       match=r"vllm-ascend-attention 0.1.0 is installed but has no "
-                             r"vllm_ascend_attention:register\(\) hook"):
+                       match=r"vllm-ascend-attention 0.1.2: its register hook "
+                             r"no_such_layer_module.register_attention cannot be imported"):
         layers.register_all_layers()
     assert plugin.layers_registered() is None
+
+
+def test_unsupported_vllm_stops_registration_naming_the_layer(monkeypatch):
+    import vllm
+
+    monkeypatch.setattr(layers, "_our_platform_is_current", lambda: True)
+    called = _fake_layers(monkeypatch, ["comm"])
+    monkeypatch.setattr(vllm, "__version__", "0.31.0")
+    monkeypatch.delenv("VLLM_ASCEND_SKIP_VERSION_CHECK", raising=False)
+    version_check._reset_for_tests()
+    with pytest.raises(layers.LayerRegistrationError,
+                       match=r"vllm-ascend-comm 0.1.2 \(supports vLLM >=0.32,<0.33\)"):
+        layers.register_all_layers()
+    assert called == []
 
 
 def test_layer_skew_stops_registration(monkeypatch):

@@ -1,4 +1,7 @@
-"""register(), the vLLM version check, and the stateless process-group hook."""
+"""register(), the layer description's published names, and the stateless process-group hook.
+
+The vLLM version check is the platform's (vllm_ascend_platform.version_check), not this layer's.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,6 @@ import pytest
 import torch
 import torch.distributed as dist
 import vllm_ascend_comm
-from vllm_ascend_comm._version_check import check_vllm_version, parse_release
 from vllm_ascend_comm.stateless import stateless_init_device_torch_dist_pg
 
 
@@ -19,34 +21,13 @@ def test_register_is_idempotent():
     assert vllm_ascend_comm.is_registered()
 
 
-def test_installed_vllm_is_accepted():
-    import vllm
-
-    assert check_vllm_version() == vllm.__version__
-
-
-@pytest.mark.parametrize("version", ["0.31.2", "0.33.0", "1.0.0"])
-def test_other_vllm_versions_are_refused_with_the_fix(version):
-    with pytest.raises(RuntimeError) as info:
-        check_vllm_version(version)
-    msg = str(info.value)
-    assert version in msg and "0.32" in msg and "pip install" in msg
-
-
-def test_parse_release_forms():
-    assert parse_release("0.32.0+cpu") == (0, 32, 0)
-    assert parse_release("0.32.1rc1") == (0, 32, 1)
-    assert parse_release("v0.32") == (0, 32, 0)
-    with pytest.raises(ValueError, match="nightly"):
-        parse_release("nightly")
-
-
 def test_communicator_name_resolves():
     from vllm.utils.import_utils import resolve_obj_by_qualname
     from vllm_ascend_comm.communicator import NPUCommunicator
 
-    assert resolve_obj_by_qualname(vllm_ascend_comm.COMMUNICATOR_CLS) is NPUCommunicator
-    assert resolve_obj_by_qualname(vllm_ascend_comm.STATELESS_PG_FN) is stateless_init_device_torch_dist_pg
+    provides = vllm_ascend_comm.LAYER["provides"]
+    assert resolve_obj_by_qualname(provides["device_communicator"]) is NPUCommunicator
+    assert resolve_obj_by_qualname(provides["stateless_process_group"]) is stateless_init_device_torch_dist_pg
 
 
 def _store():

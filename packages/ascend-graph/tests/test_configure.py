@@ -32,25 +32,31 @@ def make_config(*, enforce_eager=False, sizes=(1, 2, 4, 8), cg=CUDAGraphMode.FUL
     )
 
 
-@pytest.fixture(autouse=True)
-def _fresh_ascend_config(monkeypatch):
-    # the platform's typed config is process-global; re-init it from each test's config
-    try:
-        import vllm_ascend_platform.config as pc
-    except ImportError:
-        return
-    monkeypatch.setattr(pc, "_current", None)
-
-
-def test_enforce_eager_is_all_eager():
+def test_enforce_eager_is_left_to_the_platform():
+    # the one eager setting is the platform's (it runs before this hook); nothing to decide here
     cfg = make_config(enforce_eager=True)
+    before = (cfg.compilation_config.mode, cfg.compilation_config.cudagraph_mode,
+              list(cfg.compilation_config.cudagraph_capture_sizes), cfg.compilation_config.backend)
     vllm_ascend_graph.configure(cfg)
     comp = cfg.compilation_config
-    assert comp.mode == CompilationMode.NONE
-    assert comp.cudagraph_mode == CUDAGraphMode.NONE
-    assert comp.cudagraph_capture_sizes == []
-    assert comp.max_cudagraph_capture_size == 0
-    assert cfg.model_config.enforce_eager is True
+    assert (comp.mode, comp.cudagraph_mode, comp.cudagraph_capture_sizes, comp.backend) == before
+
+
+def test_typed_options_from_the_platform_are_used():
+    from vllm_ascend_graph.options import GraphOptions
+
+    cfg = make_config(sizes=[1, 2, 4, 8], budget=None)  # the raw config says nothing
+    with pytest.raises(ValueError, match="graph budget 5"):
+        vllm_ascend_graph.configure(cfg, GraphOptions(graph_budget=5))
+
+
+def test_description_publishes_what_the_module_has():
+    from vllm.utils.import_utils import resolve_obj_by_qualname
+
+    layer = vllm_ascend_graph.LAYER
+    assert layer["options"]["section"] == "ascend_compilation_config"
+    for qualname in layer["provides"].values():
+        assert resolve_obj_by_qualname(qualname) is not None
 
 
 def test_graph_mode_sets_our_backend_and_sizes():

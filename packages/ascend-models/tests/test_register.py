@@ -1,4 +1,5 @@
-"""register(): idempotence, what it registers, conflicts, vLLM version range, custom_ops helper."""
+"""register(): idempotence, what it registers, conflicts; the configure hook (custom_ops); the
+layer's description. The vLLM version check is the platform's (one check for every layer)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import vllm_ascend_models
 from vllm import ir
 from vllm.model_executor.custom_op import op_registry, op_registry_oot
 from vllm_ascend_models import _custom_ops
-from vllm_ascend_models._version_check import check_vllm_version, parse_release
 
 # The upstream CustomOp classes Llama/Qwen2/Qwen3 use and vLLM's registered names for them
 # (vllm/model_executor/layers/activation.py and rotary_embedding/base.py, vLLM 0.32).
@@ -62,37 +62,22 @@ def test_conflicting_plugin_is_an_error(monkeypatch):
         _custom_ops.register_custom_ops()
 
 
-@pytest.mark.parametrize("version", ["0.32.0", "0.32.3+cpu", "0.32.1rc1"])
-def test_supported_versions_pass(version):
-    assert check_vllm_version(version) == version
+def test_description_publishes_resolvable_names():
+    from vllm.utils.import_utils import resolve_obj_by_qualname
+
+    layer = vllm_ascend_models.LAYER
+    assert layer["name"] == "models" and layer["after"] == ("attention",)
+    assert resolve_obj_by_qualname(layer["provides"]["configure"]) is vllm_ascend_models.configure
+    for qualname in layer["provides"].values():
+        assert callable(resolve_obj_by_qualname(qualname))
 
 
-@pytest.mark.parametrize("version", ["0.31.2", "0.33.0", "1.32.0"])
-def test_unsupported_versions_name_the_fix(version):
-    with pytest.raises(RuntimeError, match=r"supports vLLM 0\.32\.x.*install vLLM 0\.32"):
-        check_vllm_version(version)
+def test_configure_hook_enables_our_custom_ops():
+    from types import SimpleNamespace
 
-
-def test_installed_vllm_is_in_range():
-    import vllm
-
-    assert check_vllm_version() == vllm.__version__
-
-
-def test_register_refuses_wrong_vllm(monkeypatch):
-    import vllm
-
-    monkeypatch.setattr(vllm, "__version__", "0.30.0")
-    monkeypatch.setattr(vllm_ascend_models, "_registered", False)
-    with pytest.raises(RuntimeError, match="0.30.0"):
-        vllm_ascend_models.register()
-
-
-def test_parse_release():
-    assert parse_release("0.32.0+cpu") == (0, 32, 0)
-    assert parse_release("0.32") == (0, 32, 0)
-    with pytest.raises(ValueError, match="version"):
-        parse_release("dev")
+    cfg = SimpleNamespace(compilation_config=_CC(["none"]))
+    vllm_ascend_models.configure(cfg, None)
+    assert cfg.compilation_config.custom_ops == ["none", "+silu_and_mul", "+rotary_embedding"]
 
 
 class _CC:

@@ -77,8 +77,10 @@ def test_text_report_sections():
     proc = _doctor({"VLLM_ASCEND_EMULATE": "1"})
     out = proc.stdout
     for heading in ("mode:      emulation", "versions:  vllm ", "layers:", "plugins:",
-                    "patches:", "result:    OK"):
+                    "patches:", "kernels:", "result:    OK"):
         assert heading in out, out
+    # the registry's declarations, e.g. the scoped swap of vLLM's graph_capture
+    assert "graph-capture (vllm.v1.worker.gpu_model_runner:graph_capture, scoped" in out
     assert "vllm.platform_plugins: ascend -> vllm_ascend:register [loads]" in out
 
 
@@ -171,3 +173,44 @@ def test_unknown_ascend_variable_named_with_closest():
     notes = [line for line in proc.stdout.splitlines() if line.startswith("note:")]
     assert notes == ["note:      VLLM_ASCEND_EMULATE_DEVICE_MEMROY is not a vllm-ascend variable "
                      "and is ignored; did you mean VLLM_ASCEND_EMULATE_DEVICE_MEMORY?"], proc.stdout
+
+
+
+def test_kernel_backends_per_family_and_missing_native_module(monkeypatch):
+    """Emulation: every op family's backend with its reason; ``_C`` that failed to import is a
+    problem naming the import failure and the fix unless the reference backend is chosen."""
+    from ascend_ops import _dispatch, backends
+    from vllm_ascend_platform import doctor
+
+    monkeypatch.delenv("ASCEND_OPS_BACKEND", raising=False)
+    problems: list[str] = []
+    kernels = {k["family"]: k for k in doctor._kernels("emulation", problems)}
+    assert set(kernels) == set(backends.FAMILIES)
+    assert kernels["mla"]["backend"] == "reference"  # no compiled MLA kernel
+    if _dispatch.native_available():
+        assert problems == []
+        assert kernels["norm"]["backend"] == "native" and "_C" in kernels["norm"]["reason"]
+    assert {k["backend"] for k in doctor._kernels("npu", [])} == {"npu"}
+    assert doctor._kernels("inactive", []) == []
+
+    monkeypatch.setattr(_dispatch, "_native_module", None)
+    monkeypatch.setattr(_dispatch, "_native_error", "ImportError: undefined symbol: omp_x")
+    problems = []
+    kernels = {k["family"]: k for k in doctor._kernels("emulation", problems)}
+    assert kernels["norm"]["backend"] is None
+    (problem,) = problems
+    assert problem.startswith("kernels for activation") and "omp_x" in problem
+    assert "pip install" in problem and "ASCEND_OPS_BACKEND=reference" in problem
+    assert "UNAVAILABLE" in doctor.render({**_minimal_report(), "kernels": list(kernels.values())})
+
+    monkeypatch.setenv("ASCEND_OPS_BACKEND", "reference")
+    problems = []
+    assert {k["backend"] for k in doctor._kernels("emulation", problems)} == {"reference"}
+    assert problems == []
+
+
+def _minimal_report() -> dict:
+    return {"mode": "emulation", "devices": [], "soc": None, "layers": [], "patches": [],
+            "versions": {"vllm": None, "torch": None, "torch_npu": None, "cann": None},
+            "plugins": {"why": "", "discovered": {}, "would_load": {}}, "notes": [],
+            "problems": [], "ok": True}

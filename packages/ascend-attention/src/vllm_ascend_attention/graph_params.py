@@ -21,7 +21,7 @@ and the update is a no-op: graph replay is eager there.
 
 :func:`update_graph_params` is the hook the graph layer runs before each FULL replay
 (``vllm_ascend_graph.params.register_param_update_hook``); the platform registers it
-by the qualified name :data:`vllm_ascend_attention.GRAPH_PARAM_UPDATE_HOOK`.
+by the qualified name published as ``graph_param_update_hook`` in :data:`vllm_ascend_attention.LAYER`.
 """
 
 from __future__ import annotations

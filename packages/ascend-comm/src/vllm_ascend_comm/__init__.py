@@ -1,10 +1,10 @@
 """vllm_ascend_comm: Ascend device communication for vLLM 0.32.
 
 - :class:`vllm_ascend_comm.communicator.NPUCommunicator`: vLLM's ``DeviceCommunicatorBase`` for
-  Ascend (HCCL) and CPU emulation (gloo); named by ``NPUPlatform.get_device_communicator_cls``.
+  Ascend (HCCL) and CPU emulation (gloo); published in :data:`LAYER` as ``device_communicator``.
 - :mod:`vllm_ascend_comm.hccl`: ctypes binding to ``libhccl.so`` (``HCCL_SO_PATH``).
 - :func:`vllm_ascend_comm.stateless.stateless_init_device_torch_dist_pg`: the platform hook for
-  stateless (data-parallel) device groups.
+  stateless (data-parallel) device groups (``stateless_process_group``).
 
 Importing this package does not import vLLM; :func:`register` does.
 """
@@ -12,40 +12,43 @@ Importing this package does not import vLLM; :func:`register` does.
 from __future__ import annotations
 
 import logging
-import threading
 
 __version__ = "0.1.0"
 
-COMMUNICATOR_CLS = "vllm_ascend_comm.communicator.NPUCommunicator"
-"""Qualified name the platform returns from ``get_device_communicator_cls``."""
-
-STATELESS_PG_FN = "vllm_ascend_comm.stateless.stateless_init_device_torch_dist_pg"
-"""Qualified name of the function behind ``NPUPlatform.stateless_init_device_torch_dist_pg``."""
+#: This layer's description (docs/architecture.md, "The layer contract"); read only by the
+#: platform, through the entry point ``vllm_ascend.layers: comm``.
+LAYER: dict = {
+    "name": "comm",
+    "distribution": "vllm-ascend-comm",
+    "version": __version__,
+    "vllm": ">=0.32,<0.33",
+    "provides": {
+        "register": "vllm_ascend_comm.register",
+        "device_communicator": "vllm_ascend_comm.communicator.NPUCommunicator",
+        "stateless_process_group": "vllm_ascend_comm.stateless.stateless_init_device_torch_dist_pg",
+    },
+}
 
 logger = logging.getLogger("vllm.ascend.comm")
-_lock = threading.Lock()
 _registered = False
 
-__all__ = ["COMMUNICATOR_CLS", "STATELESS_PG_FN", "__version__", "is_registered", "register"]
+__all__ = ["LAYER", "__version__", "is_registered", "register"]
 
 
 def register() -> None:
-    """The comm layer's register hook (called by the meta-package's general plugin).
+    """The comm layer's register hook: checks that the communicator class imports (so a broken
+    install fails at start-up, not at the first group). Idempotent; changes nothing in vLLM.
 
-    Checks that vLLM is 0.32.x (RuntimeError naming the installed version and the fix otherwise)
-    and that the communicator class imports. Idempotent and thread-safe; changes nothing in vLLM.
+    Called by the platform's layer registration, which holds its lock and has checked the vLLM
+    version.
     """
     global _registered
-    with _lock:
-        if _registered:
-            return
-        from vllm_ascend_comm._version_check import check_vllm_version
+    if _registered:
+        return
+    from vllm_ascend_comm import communicator  # noqa: F401  (fail here, not at first group)
 
-        version = check_vllm_version()
-        from vllm_ascend_comm import communicator  # noqa: F401  (fail here, not at first group)
-
-        _registered = True
-        logger.debug("vllm-ascend-comm %s registered on vLLM %s", __version__, version)
+    _registered = True
+    logger.debug("vllm-ascend-comm %s registered", __version__)
 
 
 def is_registered() -> bool:

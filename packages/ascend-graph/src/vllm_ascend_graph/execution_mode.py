@@ -9,8 +9,8 @@ has already forced ``cudagraph_mode`` to NONE and we keep it.
 
 Decisions (each logged once):
 
-* ``enforce_eager`` (or no model config): everything eager, exactly as the platform's
-  own default -- ``CompilationMode.NONE``, ``CUDAGraphMode.NONE``, no capture sizes.
+* ``enforce_eager`` (or no model config): nothing to decide; the platform has already made the
+  run eager (its one eager setting, ``vllm_ascend_platform.config_defaults``).
 * compilation mode ``VLLM_COMPILE``: the compile backend is ours
   (``vllm_ascend_graph.compiler.AscendCompiler``) in place of ``""``, ``"eager"`` or
   ``"inductor"`` (no inductor on Ascend). STOCK_TORCH_COMPILE and DYNAMO_TRACE_ONCE
@@ -26,25 +26,12 @@ from vllm.logger import init_logger
 
 from vllm_ascend_graph import COMPILER_CLS
 from vllm_ascend_graph.capture_sizes import graphs_per_size, plan_capture_sizes
-from vllm_ascend_graph.options import graph_options
+from vllm_ascend_graph.options import GraphOptions, graph_options
 
 logger = init_logger("vllm.ascend.graph")
 
 #: backend strings we replace with our compiler under VLLM_COMPILE
 _REPLACEABLE_BACKENDS = ("", "eager", "inductor", COMPILER_CLS)
-
-
-def set_eager(vllm_config: Any) -> None:
-    """Everything eager: no compilation, no graph capture (the platform's default)."""
-    from vllm.config import CompilationMode, CUDAGraphMode
-
-    comp = vllm_config.compilation_config
-    comp.mode = CompilationMode.NONE
-    comp.cudagraph_mode = CUDAGraphMode.NONE
-    comp.cudagraph_capture_sizes = []
-    comp.max_cudagraph_capture_size = 0
-    if vllm_config.model_config is not None:
-        vllm_config.model_config.enforce_eager = True
 
 
 MEGA_AOT_ENV = "VLLM_USE_MEGA_AOT_ARTIFACT"
@@ -81,8 +68,11 @@ def _keep_aot_cache_loadable() -> None:
         )
 
 
-def configure_execution_mode(vllm_config: Any) -> None:
+def configure_execution_mode(vllm_config: Any, options: GraphOptions | None = None) -> None:
     """Decide compilation mode, backend, graph mode and capture sizes (in place).
+
+    ``options`` is this layer's typed section as the platform validated it (None: read it from
+    ``vllm_config``). An eager run (``enforce_eager`` or no model) is left as the platform set it.
 
     Raises:
         ValueError: an unsupported compilation mode; ``VLLM_USE_MEGA_AOT_ARTIFACT=1``;
@@ -93,10 +83,9 @@ def configure_execution_mode(vllm_config: Any) -> None:
 
     model = vllm_config.model_config
     if model is None or model.enforce_eager:
-        set_eager(vllm_config)
         return
     comp = vllm_config.compilation_config
-    opts = graph_options(vllm_config)
+    opts = options if options is not None else graph_options(vllm_config)
 
     if comp.mode in (CompilationMode.STOCK_TORCH_COMPILE, CompilationMode.DYNAMO_TRACE_ONCE):
         raise ValueError(

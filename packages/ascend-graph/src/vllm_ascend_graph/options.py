@@ -1,30 +1,34 @@
-"""The graph layer's options: ``additional_config["ascend_compilation_config"]``.
+"""The graph layer's options: the ``additional_config["ascend_compilation_config"]`` section.
 
-The platform parses and validates ``additional_config`` into its typed
-``AscendConfig`` (``vllm_ascend_platform.config``); this layer reads the
-``ascend_compilation_config`` section *by attribute* and never imports the platform
-statically (layer rule: graph imports vllm and ascend_ops only). When the platform
-layer is not installed (this package's own tests), the same keys are read from the
-raw ``additional_config`` dict with the same defaults, and unknown keys raise.
+:class:`GraphOptions` is the one definition of this section. The layer publishes it in its
+description (``vllm_ascend_graph.LAYER["options"]``); the platform builds its ``AscendConfig``
+from the installed layers' sections, validates ``additional_config`` once at start-up and hands
+this layer its typed section through :func:`vllm_ascend_graph.configure`
+(docs/architecture.md, "The layer contract"). Code that runs later in other processes (the
+compile backend and pass manager in the workers) reads the section from the ``VllmConfig`` it
+is handed with the same model, so it sees exactly what the platform validated; this layer never
+imports the platform.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import importlib
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, field_validator
 
 #: Most ACL graphs one process may capture. Source: vllm-ascend's
 #: ``update_aclgraph_sizes`` (``MAX_CAPTURE_SIZE = 1800``): each captured graph holds
 #: a device stream, a process has 2048, and 248 are kept as headroom.
 DEFAULT_GRAPH_BUDGET = 1800
 
-_PLATFORM_CONFIG = "vllm_ascend_platform.config"
+#: the ``additional_config`` key of this section
+SECTION = "ascend_compilation_config"
 
 
-@dataclasses.dataclass(frozen=True)
-class GraphOptions:
+class GraphOptions(BaseModel):
     """Switches of the Ascend compile backend (all fusion passes on by default).
+
+    Strict JSON types (``"true"`` is not a bool, ``"8"`` is not an int), unknown keys refused.
 
     Attributes:
         fuse_add_rms_norm: residual add + RMSNorm -> ``ascend.add_rms_norm``.
@@ -32,9 +36,11 @@ class GraphOptions:
         fuse_qk_norm_rope: per-head q/k RMSNorm + rope -> one op (pattern absent
             in SmolLM2/Llama graphs; accepted for Qwen3-style models).
         fuse_rope_kv_cache: rope + KV-cache write -> one op (accepted; no fused op yet).
-        graph_budget: most ACL graphs to capture (pieces x sizes); ``None`` means
+        graph_budget: most ACL graphs to capture (pieces x sizes), at least 1; ``None`` means
             :data:`DEFAULT_GRAPH_BUDGET`.
     """
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
     fuse_add_rms_norm: bool = True
     fuse_swiglu: bool = True
@@ -42,55 +48,26 @@ class GraphOptions:
     fuse_rope_kv_cache: bool = True
     graph_budget: int | None = None
 
+    @field_validator("graph_budget")
+    @classmethod
+    def _positive_budget(cls, value: int | None) -> int | None:
+        if value is not None and value < 1:
+            raise ValueError(
+                f"must be >= 1 (got {value}); omit it for the default of {DEFAULT_GRAPH_BUDGET}"
+            )
+        return value
+
     @property
     def effective_graph_budget(self) -> int:
         return DEFAULT_GRAPH_BUDGET if self.graph_budget is None else self.graph_budget
 
 
-def _from_typed(section: Any) -> GraphOptions:
-    return GraphOptions(**{f.name: getattr(section, f.name) for f in dataclasses.fields(GraphOptions)})
-
-
-def _from_dict(additional: Any) -> GraphOptions:
-    section = (additional or {}).get("ascend_compilation_config", {}) or {}
-    if not isinstance(section, dict):
-        raise TypeError(
-            "additional_config['ascend_compilation_config'] must be a JSON object, "
-            f"got {type(section).__name__}."
-        )
-    names = {f.name for f in dataclasses.fields(GraphOptions)}
-    unknown = sorted(set(section) - names)
-    if unknown:
-        raise ValueError(
-            f"additional_config['ascend_compilation_config']: unknown key(s) {unknown}; "
-            f"valid keys: {sorted(names)}."
-        )
-    return GraphOptions(**section)
-
-
 def graph_options(vllm_config: Any) -> GraphOptions:
-    """Read the options for ``vllm_config``.
-
-    Uses the platform's typed ``AscendConfig`` when the platform layer is installed
-    (``get_ascend_config().ascend_compilation_config``), else the raw dict.
+    """This layer's section of ``vllm_config.additional_config``, typed (defaults when absent).
 
     Raises:
-        ValueError / TypeError: (raw-dict path) unknown key or non-object section.
-        ValueError: ``graph_budget`` < 1.
+        pydantic.ValidationError: (a ``ValueError``) unknown key, wrong type or ``graph_budget``
+            below 1; the platform reports these at start-up, naming the key.
     """
-    try:
-        platform_config = importlib.import_module(_PLATFORM_CONFIG)
-    except ImportError:
-        opts = _from_dict(getattr(vllm_config, "additional_config", None))
-    else:
-        try:
-            ascend = platform_config.get_ascend_config()
-        except RuntimeError:
-            ascend = platform_config.init_ascend_config(vllm_config)
-        opts = _from_typed(ascend.ascend_compilation_config)
-    if opts.graph_budget is not None and opts.graph_budget < 1:
-        raise ValueError(
-            "additional_config['ascend_compilation_config']['graph_budget'] must be >= 1 "
-            f"(got {opts.graph_budget}); omit it for the default of {DEFAULT_GRAPH_BUDGET}."
-        )
-    return opts
+    additional = getattr(vllm_config, "additional_config", None) or {}
+    return GraphOptions.model_validate(additional.get(SECTION) or {})

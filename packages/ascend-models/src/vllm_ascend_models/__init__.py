@@ -3,42 +3,55 @@
 - RMSNorm / fused-add RMSNorm: vLLM IR-op provider ``"ascend"`` (:mod:`vllm_ascend_models.ir_kernels`),
   selected by :func:`default_ir_op_priority` from the platform's ``get_default_ir_op_priority``.
 - SiluAndMul and RotaryEmbedding (plus its cache-only scaled subclasses): ``CustomOp.register_oot``
-  replacements whose ``forward_oot`` calls ``ascend_ops`` (:func:`register`), enabled through
-  ``compilation_config.custom_ops`` (:func:`enable_custom_ops`).
+  replacements whose ``forward_oot`` calls ``ascend_ops`` (:func:`register`), enabled in
+  ``compilation_config.custom_ops`` by :func:`configure` (the platform calls it at start-up).
 - ``quantization="ascend"``: msModelSlim W8A8 / W8A8_DYNAMIC checkpoints
   (:mod:`vllm_ascend_models.quantization`), registered with vLLM's quantization registry.
 
-Everything here is activated by the meta-package's general plugin only when the Ascend platform
-is current; nothing changes vLLM at import time except importing ``ir_kernels`` (inert unless
+The layer describes itself to the platform in :data:`LAYER` (docs/architecture.md, "The layer
+contract"). Everything here is activated by the platform's layer registration only when the
+Ascend platform is current; nothing changes vLLM at import time except importing ``ir_kernels`` (inert unless
 a priority list names ``"ascend"``).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 
 from vllm_ascend_models._custom_ops import OOT_OP_NAMES, enable_custom_ops
-from vllm_ascend_models._version_check import SUPPORTED_VLLM, check_vllm_version
 
 __version__ = "0.1.0"
-
-IR_KERNELS_MODULE = "vllm_ascend_models.ir_kernels"
-"""Module the platform's ``import_ir_kernels()`` imports (registers IR provider ``"ascend"``)."""
 
 IR_PROVIDER = "ascend"
 """Our vLLM IR-op provider name."""
 
+#: This layer's description (docs/architecture.md, "The layer contract"); read only by the
+#: platform, through the entry point ``vllm_ascend.layers: models``.
+LAYER: dict = {
+    "name": "models",
+    "distribution": "vllm-ascend-models",
+    "version": __version__,
+    "vllm": ">=0.32,<0.33",
+    "provides": {
+        "register": "vllm_ascend_models.register",
+        "configure": "vllm_ascend_models.configure",
+        "ir_kernels": "vllm_ascend_models.ir_kernels.register_ir_kernels",
+        "ir_op_priority": "vllm_ascend_models.default_ir_op_priority",
+        "punica_wrapper": "vllm_ascend_models.lora.punica.PunicaWrapperNPU",  # docs/lora.md
+    },
+    # the MoE runner and model overrides may import the attention layer
+    "after": ("attention",),
+}
+
 logger = logging.getLogger("vllm.ascend.models")
-_lock = threading.Lock()
 _registered = False
 
 __all__ = [
-    "IR_KERNELS_MODULE",
     "IR_PROVIDER",
+    "LAYER",
     "OOT_OP_NAMES",
-    "SUPPORTED_VLLM",
     "__version__",
+    "configure",
     "default_ir_op_priority",
     "enable_custom_ops",
     "is_registered",
@@ -49,32 +62,39 @@ __all__ = [
 def register() -> None:
     """Register the Ascend layers with vLLM; the models layer's register hook.
 
-    Checks that vLLM is 0.32.x (RuntimeError with the fix otherwise), registers IR-op provider
-    ``"ascend"`` and the CustomOp OOT replacements for ``SiluAndMul`` and the rope classes.
-    Idempotent and thread-safe. Call only when the Ascend platform is current (the meta-package's
-    general plugin does): the OOT replacements are process-wide.
+    Registers IR-op provider ``"ascend"``, the CustomOp OOT replacements for ``SiluAndMul`` and
+    the rope classes, the MoE runner and quantization method ``"ascend"``. Idempotent. Called by
+    the platform's layer registration (which holds its lock and has checked the vLLM version)
+    only when the Ascend platform is current: the OOT replacements are process-wide.
     """
     global _registered
-    with _lock:
-        if _registered:
-            return
-        version = check_vllm_version()
-        from vllm_ascend_models import ir_kernels
-        from vllm_ascend_models._custom_ops import register_custom_ops
-        from vllm_ascend_models.moe import register_moe
-        from vllm_ascend_models.quantization import register_quantization
+    if _registered:
+        return
+    from vllm_ascend_models import ir_kernels
+    from vllm_ascend_models._custom_ops import register_custom_ops
+    from vllm_ascend_models.moe import register_moe
+    from vllm_ascend_models.quantization import register_quantization
 
-        ir_kernels.register_ir_kernels()
-        register_custom_ops()
-        register_moe()
-        register_quantization()
-        _registered = True
-        logger.debug("vllm-ascend-models %s registered on vLLM %s", __version__, version)
+    ir_kernels.register_ir_kernels()
+    register_custom_ops()
+    register_moe()
+    register_quantization()
+    _registered = True
+    logger.debug("vllm-ascend-models %s registered", __version__)
 
 
 def is_registered() -> bool:
     """True once :func:`register` has completed in this process."""
     return _registered
+
+
+def configure(vllm_config, options=None) -> None:
+    """Start-up hook: keep our OOT CustomOps enabled in ``vllm_config.compilation_config``.
+
+    ``options`` is unused (this layer reads no ``additional_config`` section). See
+    :func:`enable_custom_ops`.
+    """
+    enable_custom_ops(vllm_config.compilation_config)
 
 
 def default_ir_op_priority(vllm_config):

@@ -17,6 +17,7 @@ FAMILIES: dict[str, bool] = {
     "activation": True,
     "attention": True,
     "kv_cache": True,
+    "linear": True,
     "lora": True,
     "mla": False,
     "moe": True,
@@ -64,10 +65,10 @@ def kernel_backends(device_type: str = "cpu") -> list[FamilyBackend]:
             elif forced == "native" and not has_native:
                 backend, reason = "reference", "ASCEND_OPS_BACKEND=native, but _C has no kernel " \
                     "for this family: pure-torch reference"
-        elif device_type == "npu":
-            backend, reason = "npu", "tensors on the NPU: torch_npu operators"
         elif _dispatch._simulated():
             backend, reason = "npu", "simulated NPU active: the torch_npu branch on the simulator"
+        elif device_type == "npu":
+            backend, reason = "npu", "tensors on the NPU: torch_npu operators"
         elif not has_native:
             backend, reason = "reference", "no compiled CPU kernel for this family: pure-torch reference"
         elif _dispatch.native_available():

@@ -22,10 +22,11 @@ receive a finished ``VllmConfig`` (workers) call it again with that config.
 from __future__ import annotations
 
 import difflib
+import functools
 import logging
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 logger = logging.getLogger("vllm.ascend")
 
@@ -34,34 +35,56 @@ class AscendConfigError(ValueError):
     """``additional_config`` holds a key or value the Ascend plugin does not accept."""
 
 
-class AscendCompilationConfig(BaseModel):
-    """Fusion passes of the Ascend compile backend, each on by default.
-
-    Consumed by ``vllm_ascend_graph``'s ``AscendCompiler``; the platform only parses.
-    """
-
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
-
-    #: residual add + RMSNorm -> one fused add-RMSNorm op
-    fuse_add_rms_norm: bool = True
-    #: gate/up split + SiLU + multiply -> one SwiGLU op
-    fuse_swiglu: bool = True
-    #: per-head q/k RMSNorm + rotary embedding -> one op
-    fuse_qk_norm_rope: bool = True
-    #: rotary embedding + KV-cache write (slot mapping) -> one op
-    fuse_rope_kv_cache: bool = True
-    #: most ACL graphs to capture (device graph budget); None = the backend's default
-    graph_budget: int | None = None
-
-
 class AscendConfig(BaseModel):
-    """All Ascend options (``vllm_config.additional_config``)."""
+    """All Ascend options (``vllm_config.additional_config``): the platform's own keys here, plus
+    one section per installed layer that declares one, typed by that layer's model
+    (:func:`ascend_config_model`; docs/architecture.md, "The layer contract")."""
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
-    ascend_compilation_config: AscendCompilationConfig = AscendCompilationConfig()
     #: cast linear weights to the FRACTAL_NZ layout at load time (refused until built)
     enable_weight_nz: bool = False
+
+
+@functools.cache
+def ascend_config_model() -> type[AscendConfig]:
+    """:class:`AscendConfig` with a field for each installed layer's options section.
+
+    The field's type is the pydantic model the layer publishes (``options.model`` in its
+    description) and its default that model's defaults, so each section is defined once, by
+    the layer that reads it.
+
+    Raises:
+        ContractError: a section's model cannot be imported, is not a pydantic model, or
+            reuses a key of the platform or of another layer.
+    """
+    from vllm_ascend_platform import contract
+
+    fields: dict[str, Any] = {}
+    for desc in contract.installed_layers():
+        if desc.options is None:
+            continue
+        section, model = desc.options.section, contract.resolve(desc.options.model)
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            raise contract.ContractError(
+                f"layer {desc.name}: options.model {desc.options.model!r} is not a pydantic model")
+        if section in AscendConfig.model_fields or section in fields:
+            raise contract.ContractError(
+                f"layer {desc.name}: options section {section!r} is already taken")
+        fields[section] = (model, model())
+    if not fields:
+        return AscendConfig
+    return create_model("AscendConfig", __base__=AscendConfig, **fields)
+
+
+def layer_sections(ascend_config: AscendConfig) -> dict[str, Any]:
+    """Layer name -> its typed options section in ``ascend_config`` (None when it declares none)."""
+    from vllm_ascend_platform import contract
+
+    return {
+        d.name: getattr(ascend_config, d.options.section) if d.options else None
+        for d in contract.installed_layers()
+    }
 
 
 #: Keys vLLM 0.32 writes into additional_config itself -> values that work on Ascend.
@@ -91,7 +114,7 @@ def _expected_type(model: type[BaseModel], key: str) -> str:
 
 def _check_keys(data: dict, model: type[BaseModel], path: str) -> None:
     """Raise for the first unknown key, naming the closest valid one; recurse into objects."""
-    valid = list(model.model_fields)
+    valid = sorted(model.model_fields)
     for key, value in data.items():
         where = f"{path}{key!r}" if path else repr(key)
         if key not in model.model_fields:
@@ -114,7 +137,10 @@ def _check_keys(data: dict, model: type[BaseModel], path: str) -> None:
 def _type_error(exc: ValidationError, data: dict) -> AscendConfigError:
     err = exc.errors()[0]
     loc = [str(p) for p in err["loc"]]
-    model: type[BaseModel] = AscendConfig
+    if err["type"] == "value_error":  # a model's own validator: its message names the rule
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        return AscendConfigError(f"additional_config: key {'.'.join(loc)!r} {msg}.")
+    model: type[BaseModel] = ascend_config_model()
     for part in loc[:-1]:
         model = model.model_fields[part].annotation  # type: ignore[assignment]
     value: Any = data
@@ -145,9 +171,10 @@ def parse_additional_config(additional: Any) -> AscendConfig:
             f"additional_config must be a JSON object (dict), got {type(additional).__name__}."
         )
     ours = {key: value for key, value in additional.items() if key not in UPSTREAM_KEYS}
-    _check_keys(ours, AscendConfig, "")
+    model = ascend_config_model()
+    _check_keys(ours, model, "")
     try:
-        return AscendConfig.model_validate(ours)
+        return model.model_validate(ours)
     except ValidationError as exc:
         raise _type_error(exc, ours) from None
 

@@ -7,6 +7,7 @@ Every change that alters user-visible behaviour is logged once.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from vllm.logger import init_logger
@@ -16,12 +17,9 @@ from vllm_ascend_platform import envs
 if TYPE_CHECKING:
     from vllm.config import VllmConfig
 
+    from vllm_ascend_platform.config import AscendConfig
+
 logger = init_logger("vllm.ascend.config")
-
-#: vLLM CustomOps our models layer overrides; "+name" keeps them enabled even when
-#: vLLM's compilation config would default custom ops to off.
-ENABLED_CUSTOM_OPS = ("+silu_and_mul", "+rotary_embedding")
-
 
 def apply_ascend_defaults(platform_cls: type, vllm_config: VllmConfig) -> None:
     """Validate ``vllm_config`` for Ascend and fill in our defaults (in place).
@@ -31,15 +29,15 @@ def apply_ascend_defaults(platform_cls: type, vllm_config: VllmConfig) -> None:
     """
     from vllm_ascend_platform.plugin import startup_check
 
-    startup_check(vllm_config)
+    ascend_config = startup_check(vllm_config)
     if envs.simulate_npu():
         check_simulated_dtype(vllm_config)
     _check_block_size(vllm_config)
     _install_worker(vllm_config)
     _worker_start_method()
     _scheduling(vllm_config)
-    _execution_mode(vllm_config)
-    _custom_ops(vllm_config)
+    _eager_when_no_graphs(vllm_config)
+    _configure_layers(vllm_config, ascend_config)
     _log_startup_line(platform_cls, vllm_config)
 
 
@@ -86,11 +84,12 @@ def _check_block_size(vllm_config: VllmConfig) -> None:
     from vllm.utils.import_utils import resolve_obj_by_qualname
     from vllm.v1.attention.backend import MultipleOf
 
-    from vllm_ascend_platform.layers import require_layer
+    from vllm_ascend_platform import contract
 
-    attention = require_layer("vllm_ascend_attention", "attention")
-    name = "ASCEND_MLA" if getattr(model, "use_mla", False) else "ASCEND_ATTN"
-    backend = resolve_obj_by_qualname(attention.BACKENDS[name])
+    select = contract.resolve_role("attention_selector", "attention")
+    path = select(SimpleNamespace(use_mla=getattr(model, "use_mla", False), use_sparse=False))
+    backend = resolve_obj_by_qualname(path)
+    name = backend.get_name()
     units = [s.base if isinstance(s, MultipleOf) else int(s)
              for s in backend.get_supported_kernel_block_sizes()]
     block_size = cache.block_size
@@ -132,29 +131,27 @@ def _scheduling(vllm_config: VllmConfig) -> None:
     )
 
 
-def _execution_mode(vllm_config: VllmConfig) -> None:
-    """Graph/compile settings: delegated to the graph layer when it is installed.
+def _eager_when_no_graphs(vllm_config: VllmConfig) -> None:
+    """The one eager setting: no compilation, no graph capture.
 
-    ``vllm_ascend_graph.configure(vllm_config)`` (ACL graph capture sizes, compile
-    backend, fusion passes) owns these settings; without that layer we run eager
-    and say so once.
+    Applied when the model asks for it (``enforce_eager``) or no installed layer provides ACL
+    graph capture (``static_graph_wrapper``; then said once). Otherwise the graph layer's
+    ``configure`` hook decides the graph and compile settings.
     """
-    from vllm_ascend_platform.layers import import_optional
-
-    graph = import_optional("vllm_ascend_graph")
-    configure = getattr(graph, "configure", None) if graph else None
-    if configure is not None:
-        configure(vllm_config)
-        return
     from vllm.config import CompilationMode, CUDAGraphMode
 
-    comp = vllm_config.compilation_config
+    from vllm_ascend_platform import contract
+
     model = vllm_config.model_config
-    if model is not None and not model.enforce_eager:
+    graphs = contract.provided("static_graph_wrapper") is not None
+    if graphs and model is not None and not model.enforce_eager:
+        return
+    if not graphs and model is not None and not model.enforce_eager:
         logger.warning_once(
             "ACL graph capture and the Ascend compile backend are not installed "
             "(vllm-ascend-graph): running eager."
         )
+    comp = vllm_config.compilation_config
     comp.mode = CompilationMode.NONE
     comp.cudagraph_mode = CUDAGraphMode.NONE
     comp.cudagraph_capture_sizes = []
@@ -163,16 +160,17 @@ def _execution_mode(vllm_config: VllmConfig) -> None:
         model.enforce_eager = True
 
 
-def _custom_ops(vllm_config: VllmConfig) -> None:
-    custom_ops = vllm_config.compilation_config.custom_ops
-    for op in ENABLED_CUSTOM_OPS:
-        name = op[1:]
-        if f"-{name}" in custom_ops:
-            logger.warning_once(
-                "custom_ops disables %s; the Ascend kernel for it will not run.", name
-            )
-        elif op not in custom_ops:
-            custom_ops.append(op)
+def _configure_layers(vllm_config: VllmConfig, ascend_config: AscendConfig) -> None:
+    """Hand each installed layer its typed options section through its ``configure`` hook
+    (docs/architecture.md, "The layer contract"): graph and compile settings (graph layer),
+    the CustomOps kept enabled (models layer)."""
+    from vllm_ascend_platform import contract
+    from vllm_ascend_platform.config import layer_sections
+
+    sections = layer_sections(ascend_config)
+    for desc in contract.installed_layers():
+        if "configure" in desc.provides:
+            contract.resolve(desc.provides["configure"])(vllm_config, sections[desc.name])
 
 
 def _log_startup_line(platform_cls: type, vllm_config: VllmConfig) -> None:

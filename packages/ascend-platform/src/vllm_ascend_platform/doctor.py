@@ -3,7 +3,9 @@
 Reports the mode (npu, simulated-npu, emulation, inactive), device(s), the versions of vLLM,
 torch, torch_npu and CANN, the SoC name, every layer against the meta-package's
 ranges (layer-skew check), the plugin entry points vLLM would load given
-``VLLM_PLUGINS`` and why, and the patch registry. In emulation (and simulated NPU) the device
+``VLLM_PLUGINS`` and why, every declared patch (scope, vLLM range, state) and the kernel
+backend of each ``ascend_ops`` op family with the reason (a missing ``ascend_ops._C`` in CPU
+emulation is a problem naming its import failure and the fix). In emulation (and simulated NPU) the device
 memory is parsed as the engine parses it (a value the engine refuses is a problem); a
 set ``VLLM_ASCEND_*`` variable the plugin does not read is a note naming the closest
 known one. Exit code 1 when anything is incompatible, else 0.
@@ -191,6 +193,7 @@ def collect() -> dict[str, Any]:
     for patch in report["patches"]:  # startup_check refuses to start with a drifted patch
         if patch["state"] == "drifted":
             problems.append(f"patch {patch['name']} ({patch['target']}) drifted: {patch['reason']}")
+    report["kernels"] = _kernels(mode, problems)
     report["ok"] = not problems
     return report
 
@@ -237,8 +240,27 @@ def _plugins(mode: str, problems: list[str]) -> dict[str, Any]:
 def _patches(vllm_version: str | None) -> list[dict[str, str]]:
     from vllm_ascend_platform import patches
 
-    return [{"name": s.patch.name, "target": s.patch.target, "state": s.state, "reason": s.reason}
+    return [{"name": s.patch.name, "target": s.patch.target, "state": s.state, "reason": s.reason,
+             "scope": s.patch.scope, "vllm_versions": s.patch.vllm_versions, "why": s.patch.why}
             for s in patches.patch_statuses(vllm_version)]
+
+
+def _kernels(mode: str, problems: list[str]) -> list[dict[str, str | None]]:
+    """Backend per ascend_ops op family in ``mode`` (the engine refuses to start on a problem)."""
+    if mode not in ("npu", "emulation", "simulated-npu"):
+        return []
+    from vllm_ascend_platform import kernel_report
+
+    requested = None if mode == "npu" else mode
+    try:
+        problems.extend(kernel_report.problems(requested))
+        return [{"family": fb.family, "backend": fb.backend, "reason": fb.reason}
+                for fb in kernel_report.families(requested)]
+    except ValueError as exc:  # ASCEND_OPS_BACKEND names no backend
+        problems.append(f"ASCEND_OPS_BACKEND: {exc}")
+    except ImportError as exc:  # ascend_ops or torch missing: no kernel can run
+        problems.append(f"the kernels cannot be listed: {type(exc).__name__}: {exc}")
+    return []
 
 
 def render(report: dict[str, Any]) -> str:
@@ -269,7 +291,11 @@ def render(report: dict[str, Any]) -> str:
     lines.append("patches:   " + ("none (or the registry could not be read: see problems)"
                                   if not report["patches"] else f"{len(report['patches'])} declared"))
     for p in report["patches"]:
-        lines.append(f"  {p['name']} ({p['target']}): {p['state']} ({p['reason']})")
+        lines.append(f"  {p['name']} ({p['target']}, {p['scope']}, vLLM {p['vllm_versions']}): "
+                     f"{p['state']} ({p['reason']})")
+    lines.append("kernels:" + ("   none (no Ascend mode)" if not report["kernels"] else ""))
+    for k in report["kernels"]:
+        lines.append(f"  {k['family']:<12} {k['backend'] or 'UNAVAILABLE':<10} {k['reason']}")
     for note in report["notes"]:
         lines.append(f"note:      {note}")
     for problem in report["problems"]:

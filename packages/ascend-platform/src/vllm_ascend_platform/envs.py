@@ -21,7 +21,9 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
         "emulated (or simulated-NPU) device memory, e.g. 8GiB or 512MiB (default 8GiB, at most "
         "half the host RAM)"
     ),
-    "VLLM_ASCEND_SKIP_VERSION_CHECK": "1 lets an unsupported vLLM version run with a warning",
+    "VLLM_ASCEND_SKIP_VERSION_CHECK": (
+        "1 (or true/yes/on) lets an unsupported vLLM version run with a warning"
+    ),
     "VLLM_ASCEND_GRAPH_PARAM_UPDATE": (
         "1 (default) updates attention's host lengths in captured FULL graphs before each replay; "
         "0 disables it (negative control)"
@@ -37,7 +39,12 @@ _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 
           "mb": 1 << 20, "mib": 1 << 20, "g": GiB, "gb": GiB, "gib": GiB}
 
 
-def _flag(name: str, enables: str) -> bool:
+def flag(name: str, enables: str) -> bool:
+    """The one boolean rule for our variables: 1/true/yes/on and 0/false/no/off/unset (any case).
+
+    Raises:
+        ValueError: any other value, naming the variable and what it enables.
+    """
     value = os.environ.get(name, "").strip().lower()
     if value in ("", "0", "false", "no", "off"):
         return False
@@ -51,12 +58,12 @@ def _flag(name: str, enables: str) -> bool:
 
 def emulate() -> bool:
     """True when ``VLLM_ASCEND_EMULATE`` asks for CPU emulation mode."""
-    return _flag("VLLM_ASCEND_EMULATE", "CPU emulation")
+    return flag("VLLM_ASCEND_EMULATE", "CPU emulation")
 
 
 def simulate_npu() -> bool:
     """True when ``VLLM_ASCEND_SIMULATE_NPU`` asks for simulated-NPU mode (docs/simulated-npu.md)."""
-    return _flag("VLLM_ASCEND_SIMULATE_NPU", "simulated-NPU mode")
+    return flag("VLLM_ASCEND_SIMULATE_NPU", "simulated-NPU mode")
 
 
 def requested_mode() -> str | None:

@@ -47,11 +47,8 @@ else:  # NPU mode: torch_npu registers the npu device (the plugin already checke
 
     _npu_device.load_npu_runtime()
 
-#: qualified names of classes in sibling layers (the platform never imports them directly)
-WORKER_CLS = "vllm_ascend_platform.worker.NPUWorker"
-COMMUNICATOR_CLS = "vllm_ascend_comm.communicator.NPUCommunicator"
-ATTENTION_LAYER = "vllm_ascend_attention"
-GRAPH_LAYER = "vllm_ascend_graph"
+# Everything from another layer comes from that layer's published description
+# (vllm_ascend_platform.contract; docs/architecture.md, "The layer contract").
 EMULATED_SOC = "Ascend910B (emulated on CPU)"
 
 
@@ -215,25 +212,26 @@ class NPUPlatform(Platform):
         attn_selector_config: AttentionSelectorConfig,
         num_heads: int | None = None,
     ) -> str:
-        """Return our backend's class path (registering the layer's backends first)."""
-        from vllm_ascend_platform.layers import require_layer
+        """Return our backend's class path, as the attention layer's published selector picks it."""
+        from vllm_ascend_platform import contract
 
-        attention = require_layer(ATTENTION_LAYER, "attention")
-        if selected_backend is not None and selected_backend.name not in ("ASCEND_ATTN", "ASCEND_MLA"):
+        select = contract.resolve_role("attention_selector", "attention")
+        ours = contract.roles_with_prefix("attention_backend.")
+        if selected_backend is not None and selected_backend.name not in ours:
             raise ValueError(
                 f"Attention backend {selected_backend.name} is not available on Ascend; "
-                "remove the attention backend override (Ascend selects ASCEND_ATTN or ASCEND_MLA)."
+                f"remove the attention backend override (Ascend selects {' or '.join(ours)})."
             )
-        path = attention.select_backend(attn_selector_config, _current_hf_text_config())
+        path = select(attn_selector_config, _current_hf_text_config())
         logger.info_once("Using attention backend %s.", path)
         return path
 
     @classmethod
     def get_mla_prefill_backend_cls(cls, mla_selector_config: Any) -> Any:
-        """Return the MLA prefill backend class of the attention layer."""
-        from vllm_ascend_platform.layers import require_layer
+        """Return the MLA prefill backend class the attention layer publishes."""
+        from vllm_ascend_platform import contract
 
-        return require_layer(ATTENTION_LAYER, "attention").mla_prefill_backend_cls()
+        return contract.resolve_role("mla_prefill_backend", "MLA prefill")
 
     @classmethod
     def use_custom_op_collectives(cls) -> bool:
@@ -247,10 +245,9 @@ class NPUPlatform(Platform):
 
     @classmethod
     def get_device_communicator_cls(cls) -> str:
-        from vllm_ascend_platform.layers import require_layer
+        from vllm_ascend_platform import contract
 
-        require_layer("vllm_ascend_comm", "comm")
-        return COMMUNICATOR_CLS
+        return contract.provided("device_communicator", "the device communicator")
 
     @classmethod
     def stateless_init_device_torch_dist_pg(
@@ -261,46 +258,43 @@ class NPUPlatform(Platform):
         group_size: int,
         timeout: Any,
     ) -> Any:
-        """Create a device process group outside torch's global state (data parallel)."""
-        from vllm_ascend_platform.layers import require_layer
+        """Create a device process group outside torch's global state (data parallel), with the
+        function the comm layer publishes."""
+        from vllm_ascend_platform import contract
 
-        require_layer("vllm_ascend_comm", "comm")
-        from vllm_ascend_comm.stateless import stateless_init_device_torch_dist_pg
-
-        return stateless_init_device_torch_dist_pg(
-            backend, prefix_store, group_rank, group_size, timeout
-        )
+        create = contract.resolve_role("stateless_process_group", "stateless process groups")
+        return create(backend, prefix_store, group_rank, group_size, timeout)
 
     @classmethod
     def get_punica_wrapper(cls) -> str:
-        return "vllm_ascend_models.lora.punica.PunicaWrapperNPU"  # models layer (docs/lora.md)
+        from vllm_ascend_platform import contract
+
+        return contract.provided("punica_wrapper", "LoRA (docs/lora.md)")
 
     @classmethod
     def support_static_graph_mode(cls) -> bool:
-        """ACL graphs are available when the graph layer is installed."""
-        from vllm_ascend_platform.layers import import_optional
+        """ACL graphs are available when an installed layer provides the graph wrapper."""
+        from vllm_ascend_platform import contract
 
-        return import_optional(GRAPH_LAYER) is not None
+        return contract.provided("static_graph_wrapper") is not None
 
     @classmethod
     def get_static_graph_wrapper_cls(cls) -> str:
-        from vllm_ascend_platform.layers import require_layer
+        from vllm_ascend_platform import contract
 
-        return require_layer(GRAPH_LAYER, "graph").WRAPPER_CLS
+        return contract.provided("static_graph_wrapper", "ACL graph capture")
 
     @classmethod
     def get_compile_backend(cls) -> str:
-        from vllm_ascend_platform.layers import import_optional
+        from vllm_ascend_platform import contract
 
-        graph = import_optional(GRAPH_LAYER)
-        return graph.COMPILER_CLS if graph is not None else cls.simple_compile_backend
+        return contract.provided("compile_backend") or cls.simple_compile_backend
 
     @classmethod
     def get_pass_manager_cls(cls) -> str:
-        from vllm_ascend_platform.layers import import_optional
+        from vllm_ascend_platform import contract
 
-        graph = import_optional(GRAPH_LAYER)
-        return graph.PASS_MANAGER_CLS if graph is not None else super().get_pass_manager_cls()
+        return contract.provided("pass_manager") or super().get_pass_manager_cls()
 
     @classmethod
     def support_hybrid_kv_cache(cls) -> bool:
@@ -316,20 +310,21 @@ class NPUPlatform(Platform):
 
     @classmethod
     def import_ir_kernels(cls) -> None:
-        """Import vLLM's built-in IR kernels, then ours (the ascend-models layer)."""
+        """Import vLLM's built-in IR kernels, then register ours (the ``ir_kernels`` hook the
+        models layer publishes)."""
         import vllm.kernels  # noqa: F401
 
-        from vllm_ascend_platform.layers import require_layer
+        from vllm_ascend_platform import contract
 
-        require_layer("vllm_ascend_models", "models")
-        require_layer("vllm_ascend_models.ir_kernels", "models")
+        contract.resolve_role("ir_kernels", "the IR-op kernels")()
 
     @classmethod
     def get_default_ir_op_priority(cls, vllm_config: VllmConfig) -> Any:
-        """Put the ascend-models IR kernels (rms_norm, fused_add_rms_norm) first."""
-        from vllm_ascend_platform.layers import require_layer
+        """Put the ascend-models IR kernels (rms_norm, fused_add_rms_norm) first (the
+        ``ir_op_priority`` function the models layer publishes)."""
+        from vllm_ascend_platform import contract
 
-        return require_layer("vllm_ascend_models", "models").default_ir_op_priority(vllm_config)
+        return contract.resolve_role("ir_op_priority", "the IR-op priority")(vllm_config)
 
     @classmethod
     def register_triton_kernel_overrides(cls) -> None:

@@ -284,7 +284,7 @@ def startup_check(vllm_config: Any) -> Any:
         AscendConfigError: ``additional_config`` has an unknown key or a wrong type.
         UnsupportedFeatureError: the configuration asks for a feature not built yet.
     """
-    from vllm_ascend_platform import patches
+    from vllm_ascend_platform import envs, kernel_report, patches
     from vllm_ascend_platform.config import init_ascend_config
     from vllm_ascend_platform.features import check_features
 
@@ -299,6 +299,7 @@ def startup_check(vllm_config: Any) -> Any:
     if layers_problem:
         problems.append(layers_problem)
     problems.extend(patches.drift_problems())
+    problems.extend(kernel_report.problems(envs.requested_mode()))  # no silent reference kernels
     if problems:
         raise AscendStartupError("vllm-ascend cannot start:\n- " + "\n- ".join(problems))
     ascend_config = init_ascend_config(vllm_config)

@@ -17,8 +17,8 @@ Levels (vLLM's documented semantics, ``vllm/entrypoints/llm.py``, ``LLM.sleep``)
 
 The KV cache comes back zeroed (its old contents are gone; vLLM's engine core clears the prefix
 cache when it sleeps). A restored storage may sit at a new device address; captured ACL graphs
-hold addresses, so they are then dropped (``vllm_ascend_graph.wrapper.ACLGraphWrapper.
-clear_all_graphs``, named by string) and the worker captures them again once every tag is
+hold addresses, so they are then dropped (``clear_all_graphs`` of the ``static_graph_wrapper``
+class the graph layer publishes) and the worker captures them again once every tag is
 resident (``NPUWorker.wake_up``).
 """
 
@@ -36,8 +36,6 @@ BACKEND_NAME = "ascend"
 #: the memory tags the backend manages (vLLM's ``DEFERRABLE_TAGS``)
 TAGS = ("weights", "kv_cache")
 LEVELS = (1, 2)
-_GRAPH_WRAPPER = "vllm_ascend_graph.wrapper.ACLGraphWrapper"
-
 
 def register() -> None:
     """Register ``"ascend"`` with ``SleepModeBackendFactory`` (idempotent; every process)."""
@@ -159,12 +157,12 @@ def _graphs_hold_addresses() -> bool:
 
 def _drop_captured_graphs() -> bool:
     """Restored tensors moved: forget captured ACL graphs. Returns True when there were any."""
-    try:
-        from vllm.utils.import_utils import resolve_obj_by_qualname
+    from vllm_ascend_platform import contract
 
-        wrapper = resolve_obj_by_qualname(_GRAPH_WRAPPER)
-    except (ImportError, AttributeError):  # graph layer absent: no graphs were captured
+    name = contract.provided("static_graph_wrapper")  # the graph layer's published wrapper
+    if name is None:  # graph layer absent: no graphs were captured
         return False
+    wrapper = contract.resolve(name)
     if not any(w.entries for w in list(wrapper._all_instances)):
         return False
     wrapper.clear_all_graphs()

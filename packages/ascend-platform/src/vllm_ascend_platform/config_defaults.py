@@ -177,19 +177,22 @@ def _log_startup_line(platform_cls: type, vllm_config: VllmConfig) -> None:
     import torch
     import vllm
 
+    from vllm_ascend_platform import kernel_report
     from vllm_ascend_platform.version_check import layer_statuses
 
     layers = ", ".join(f"{s.layer.dist} {s.version or 'absent'}" for s in layer_statuses())
     mode = {"emulation": "CPU emulation", "simulated-npu": "simulated NPU"}.get(
         envs.requested_mode() or "", "NPU")
     logger.info_once(
-        "vllm-ascend: mode=%s device=%s vllm=%s torch=%s torch_npu=%s layers: %s",
+        "vllm-ascend: mode=%s device=%s vllm=%s torch=%s torch_npu=%s layers: %s; "
+        "kernels: %s",
         mode,
         platform_cls.get_device_name(),
         vllm.__version__,
         torch.__version__,
         _torch_npu_version(),
         layers,
+        kernel_report.summary(envs.requested_mode()),
     )
 
 

@@ -8,7 +8,14 @@ per-request check, ``vllm/v1/engine/input_processor.py``) with the same checks t
 (``PEFTHelper.from_local_dir`` + ``validate_legal``, ``vllm/lora/peft_helper.py``) for adapters
 on the local file system, so the caller gets a ``VLLMValidationError`` naming the adapter and
 the fix, and the engine never sees the request. Hub ids are left to the worker (resolving them
-would download here).
+would download here). An adapter made for another architecture or size is refused too: its
+tensor shapes are compared with the served checkpoint's (``lora_shapes.py``).
+
+The OpenAI server's ``/v1/load_lora_adapter`` (and ``--lora-modules``) go straight to the
+engine's ``add_lora`` (``vllm/entrypoints/openai/models/serving.py``), which answers a rank above
+``max_lora_rank`` with a 500 and accepts a misfit adapter that later fails a step. The
+``lora-load-endpoint`` patch runs the same checks in ``_check_load_lora_adapter_request`` and
+answers 400 naming the problem; a missing path keeps vLLM's own 404.
 """
 
 from __future__ import annotations
@@ -27,11 +34,14 @@ def _local(path: str) -> bool:
     return path.startswith(("/", "./", "../", "~")) or os.path.exists(path)
 
 
-def check_adapter(lora_request: Any, lora_config: Any) -> None:
+def check_adapter(lora_request: Any, lora_config: Any, model: str | None = None) -> None:
     """Raise ``VLLMValidationError`` when a local adapter is missing or illegal for
-    ``lora_config`` (rank above ``max_lora_rank``, bias, unsupported PEFT features)."""
+    ``lora_config`` (rank above ``max_lora_rank``, bias, unsupported PEFT features) or, with
+    ``model`` (the served checkpoint's local directory), does not fit its weight shapes."""
     from vllm.exceptions import VLLMValidationError
     from vllm.lora.peft_helper import PEFTHelper
+
+    from vllm_ascend_platform.lora_shapes import adapter_mismatches
 
     path = os.path.expanduser(lora_request.lora_path)
     key = (path, lora_request.lora_int_id)
@@ -47,6 +57,12 @@ def check_adapter(lora_request: Any, lora_config: Any) -> None:
         raise VLLMValidationError(
             f"LoRA adapter {lora_request.lora_name!r} ({path}): {exc} Raise --max-lora-rank "
             "or use a compatible adapter.") from exc
+    problems, compared = adapter_mismatches(path, model) if model else ([], 0)
+    if problems:
+        raise VLLMValidationError(
+            f"LoRA adapter {lora_request.lora_name!r} ({path}) does not fit the served model "
+            f"{model}: {problems[0]} ({len(problems)} of {compared} tensors); it was made for "
+            "another architecture or size. Use an adapter trained on this model.")
     _checked.add(key)
 
 
@@ -65,7 +81,7 @@ def _apply() -> None:
     def _validate_lora(self, lora_request):
         upstream(self, lora_request)
         if lora_request is not None and self.lora_config:
-            check_adapter(lora_request, self.lora_config)
+            check_adapter(lora_request, self.lora_config, self.model_config.model)
 
     _validate_lora._ascend_lora_admission = True
     InputProcessor._validate_lora = _validate_lora
@@ -79,4 +95,54 @@ PATCH = register_patch(Patch(
         "then fails every later step, so the engine stops serving",
     check=_looks_like_vllm_032,
     apply=_apply,
+))
+
+
+LOAD_TARGET = ("vllm.entrypoints.openai.models.serving:"
+               "OpenAIServingModels._check_load_lora_adapter_request")
+
+
+def _looks_like_load_check(target: Any) -> bool:
+    if getattr(target, "_ascend_lora_admission", False):
+        return True
+    return (inspect.iscoroutinefunction(target)
+            and list(inspect.signature(target).parameters) == ["self", "request"])
+
+
+# patch: lora-load-endpoint (declared in vllm_ascend_platform.patches; docs/architecture.md)
+def _apply_load_check() -> None:
+    from http import HTTPStatus
+
+    from vllm.entrypoints.openai.models.serving import OpenAIServingModels
+    from vllm.entrypoints.serve import create_error_response
+    from vllm.exceptions import VLLMValidationError
+    from vllm.lora.request import LoRARequest
+
+    upstream = OpenAIServingModels._check_load_lora_adapter_request
+
+    async def _check_load_lora_adapter_request(self, request):
+        error = await upstream(self, request)
+        if error is not None or not os.path.exists(os.path.expanduser(request.lora_path)):
+            return error  # vLLM's own answers, including its 404 for a missing adapter
+        lora_config = self.engine_client.vllm_config.lora_config
+        try:
+            check_adapter(LoRARequest(request.lora_name, 1, request.lora_path), lora_config,
+                          self.model_config.model)
+        except VLLMValidationError as exc:
+            return create_error_response(message=str(exc), err_type="BadRequestError",
+                                         status_code=HTTPStatus.BAD_REQUEST)
+        return None
+
+    _check_load_lora_adapter_request._ascend_lora_admission = True
+    OpenAIServingModels._check_load_lora_adapter_request = _check_load_lora_adapter_request
+
+
+LOAD_PATCH = register_patch(Patch(
+    name="lora-load-endpoint",
+    target=LOAD_TARGET,
+    vllm_versions=">=0.32,<0.33",
+    why="vLLM's /v1/load_lora_adapter answers a rank above max_lora_rank with a 500 and accepts "
+        "an adapter of another model's shapes, which then fails a model step",
+    check=_looks_like_load_check,
+    apply=_apply_load_check,
 ))

@@ -17,6 +17,7 @@ from ascend_ops._dispatch import (
 from ascend_ops.ops.activation import silu_and_mul, swiglu
 from ascend_ops.ops.attention import fused_infer_attention, fused_infer_attention_workspace
 from ascend_ops.ops.kv_cache import reshape_and_cache
+from ascend_ops.ops.linear import linear, pack_linear_weight, release_linear_weight
 from ascend_ops.ops.lora import lora_expand, lora_linear, lora_shrink, sgmv_expand, sgmv_shrink
 from ascend_ops.ops.mla import mla_decode, mla_gather_context, mla_prefill
 from ascend_ops.ops.moe import (
@@ -54,16 +55,22 @@ LORA_OPS = ("lora_shrink", "lora_expand", "lora_linear", "sgmv_shrink", "sgmv_ex
 #: the int8 quantization ops (ascend_ops.ops.quant), listed apart from OPS
 QUANT_OPS = ("quantize", "dynamic_quant", "quant_matmul")
 
+#: the dense linear op with CPU weight prepacking (ascend_ops.ops.linear), listed apart from OPS
+LINEAR_OPS = ("linear",)
+
 #: the speculative-decoding verification ops (ascend_ops.ops.spec_decode), listed apart from OPS
 SPEC_DECODE_OPS = ("rejection_sample", "sample_recovered_tokens")
 
 __all__ = [
     "BACKENDS",
+    "LINEAR_OPS",
     "LORA_OPS",
     "MLA_OPS",
     "QUANT_OPS",
     "SPEC_DECODE_OPS",
     "OPS",
+    "pack_linear_weight",
+    "release_linear_weight",
     "add_rms_norm",
     "call_counts",
     "device",
@@ -72,6 +79,7 @@ __all__ = [
     "fused_infer_attention",
     "fused_infer_attention_workspace",
     "grouped_matmul",
+    "linear",
     "lora_expand",
     "lora_linear",
     "lora_shrink",

@@ -7,6 +7,7 @@ itself does; they accept any floating dtype (tests use float64 for a tighter ora
 from ascend_ops.reference.activation import swiglu
 from ascend_ops.reference.attention import fused_infer_attention
 from ascend_ops.reference.kv_cache import reshape_and_cache
+from ascend_ops.reference.linear import linear
 from ascend_ops.reference.mla import mla_decode, mla_prefill
 from ascend_ops.reference.norm import add_rms_norm, rms_norm
 from ascend_ops.reference.rotary import rotary_embedding
@@ -16,6 +17,7 @@ silu_and_mul = swiglu
 __all__ = [
     "add_rms_norm",
     "fused_infer_attention",
+    "linear",
     "mla_decode",
     "mla_prefill",
     "reshape_and_cache",

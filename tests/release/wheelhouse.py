@@ -82,18 +82,29 @@ def build_all(out: Path = DEFAULT_OUT, *, isolated: bool = False) -> list[Path]:
     return built
 
 
-def build_variant(folder: str, version: str, out: Path) -> Path:
-    """Wheel of ``packages/<folder>`` with its ``[project] version`` replaced by ``version``.
+def source_version(src: Path) -> str:
+    """The version of the distribution in folder ``src``: ``__version__`` of the module its
+    ``[tool.hatch.version] path`` names (the one place a version is written)."""
+    path = tomllib.loads((src / "pyproject.toml").read_text())["tool"]["hatch"]["version"]["path"]
+    match = re.search(r'(?m)^__version__ = "([^"]+)"$', (src / path).read_text())
+    if match is None:
+        raise ValueError(f"{src / path} has no literal `__version__ = \"...\"` line")
+    return match.group(1)
 
-    The package folder is copied to a temporary directory and only the copy's pyproject and
-    ``src/*/__init__.py`` ``__version__`` are edited (the checkout is never touched). Used to
-    stage a single upgraded layer.
+
+def build_variant(folder: str, version: str, out: Path) -> Path:
+    """Wheel of ``packages/<folder>`` with its version replaced by ``version``.
+
+    The package folder is copied to a temporary directory and only the copy's ``__version__``
+    (the file ``[tool.hatch.version]`` names, the version's one source) is edited (the checkout
+    is never touched). Used to stage a single upgraded layer.
 
     Returns:
         Path of the wheel in ``out``.
 
     Raises:
-        ValueError: ``folder`` is not a package folder, or its pyproject has no literal version.
+        ValueError: ``folder`` is not a package folder, or its version file has no literal
+            ``__version__``.
     """
     src = ROOT / "packages" / folder
     if not (src / "pyproject.toml").is_file():
@@ -103,15 +114,13 @@ def build_variant(folder: str, version: str, out: Path) -> Path:
         copy = Path(tmp) / folder
         shutil.copytree(src, copy, ignore=shutil.ignore_patterns(
             "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis"))
-        pyproject = copy / "pyproject.toml"
-        text, n = re.subn(r'(?m)^version = "[^"]*"$', f'version = "{version}"',
-                          pyproject.read_text(), count=1)
+        text = (copy / "pyproject.toml").read_text()
+        init = copy / tomllib.loads(text)["tool"]["hatch"]["version"]["path"]
+        new, n = re.subn(r'(?m)^__version__ = "[^"]*"$', f'__version__ = "{version}"',
+                         init.read_text(), count=1)
         if n != 1:
-            raise ValueError(f"{src / 'pyproject.toml'} has no literal `version = \"...\"` line")
-        pyproject.write_text(text)
-        for init in copy.glob("src/*/__init__.py"):  # keep the module's __version__ in step
-            init.write_text(re.sub(r'(?m)^__version__ = "[^"]*"$', f'__version__ = "{version}"',
-                                   init.read_text()))
+            raise ValueError(f"{init} has no literal `__version__ = \"...\"` line")
+        init.write_text(new)
         _build(copy, out, isolated=False, wheel_only=True)
     name = tomllib.loads(text)["project"]["name"]
     wheels = list(out.glob(f"{_norm(name)}-{version}-*.whl"))

@@ -1,4 +1,4 @@
-"""Greedy-parity judgement between a vLLM continuation and the HF oracle (issue #2 rule).
+"""Greedy-parity judgement between a vLLM continuation and the HF oracle.
 
 Rule: a continuation passes when it is token-identical to the oracle's, or when at the first
 divergence each side's token is in the other side's top-5 and both logprob gaps are below 1e-3

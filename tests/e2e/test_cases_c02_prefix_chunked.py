@@ -1,4 +1,4 @@
-"""Case C-02: prefix caching x chunked prefill must not change greedy output.
+"""Prefix caching x chunked prefill must not change greedy output.
 
 The 2x2 matrix {prefix caching off, on} x {chunked prefill off, on with
 ``max_num_batched_tokens=64``}: 4 prompts of 2B+20 .. 2B+200 tokens (B = the KV block size the

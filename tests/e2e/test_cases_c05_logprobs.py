@@ -1,4 +1,4 @@
-"""Case C-05: logprobs are finite, sorted and raw.
+"""Logprobs are finite, sorted and raw.
 
 Fixed prompt; run 1: ``temperature=0.8, top_p=0.95, n=2, seed=1, logprobs=20, max_tokens=16``;
 run 2: the same with ``temperature=1.0, top_p=1.0``; both with ``prompt_logprobs=5``.

@@ -1,4 +1,4 @@
-"""Case C-10: a per-request seed seeds once, not every step.
+"""A per-request seed seeds once, not every step.
 
 ``temperature=1.0, top_p=1, max_tokens=64``: (a) seed 1234 twice alone; (b) seed 1234 in a batch
 with 7 unseeded requests; (c) seed 1235; (d) ``n=4`` with seed 1234. Right: (a) and (b)

@@ -1,4 +1,4 @@
-"""Case C-20: prefix-cache hits are whole blocks, and counted.
+"""Prefix-cache hits are whole blocks, and counted.
 
 Prefix caching on, block size B. For N in {B-1, B, B+1, 2B, 2B+1, 4B}: an N-token prompt is sent
 twice in a row with ``max_tokens=1``. Right: the second request hits ``B * floor((N - 1) / B)``

@@ -1,4 +1,4 @@
-"""Front-door failures through real server starts (cases C-17, C-18 (b)-(d), C-21 (b)-(d)).
+"""Front-door failures through real server starts (vLLM version, ``additional_config``, plugin selection).
 
 Each start here must stop before model loading, so each costs a process start, not
 an engine start. The passing starts of these cases live in test_server.py (one shared
@@ -42,7 +42,7 @@ def _help(version: str | None, env=None):
     return run_to_exit(cmd, env or emulation_env())
 
 
-# ---- C-17 ---------------------------------------------------------------------------------------
+# ---- vLLM version-----------------------------------------------------------------------------------
 def test_c17_a_supported_help_works():
     code, out = _help(None)
     assert code == 0 and "--additional-config" in out
@@ -76,7 +76,7 @@ def test_c17_b_opt_in_runs_with_warning():
     assert "VLLM_ASCEND_SKIP_VERSION_CHECK=1: running anyway, unsupported" in out
 
 
-# ---- C-18 (b)-(d) ---------------------------------------------------------------------------------
+# ---- additional_config-----------------------------------------------------------------------------
 def test_c18_b_misspelled_key(model):
     code, out = _serve(model, "--additional-config", '{"enable_weigth_nz": false}')
     assert code != 0
@@ -101,7 +101,7 @@ def test_c18_d_malformed_json_is_a_parse_error(model, text):
     assert not any(marker in out for marker in MODEL_LOADING)
 
 
-# ---- C-21 (b)-(d) ---------------------------------------------------------------------------------
+# ---- plugin selection-----------------------------------------------------------------------------
 def test_c21_b_misspelled_plugin_named_with_discovered(model):
     code, out = _serve(model, env=emulation_env(VLLM_PLUGINS="ascend,ascend_layrs"))
     assert code != 0

@@ -1,6 +1,6 @@
 """ACL graph mode FULL_AND_PIECEWISE (vLLM 0.32's default) == eager, with chunked prefill.
 
-Issue 6: uniform decode steps replay one FULL graph per capture size; every other step
+Uniform decode steps replay one FULL graph per capture size; every other step
 (prefill, chunked prefill, mixed batches) replays the 31 PIECEWISE pieces of the Ascend
 compile backend with attention run between them. The engine and its eager reference both
 use ``max_num_batched_tokens=64``, so a prompt over 64 tokens is prefilled in chunks.

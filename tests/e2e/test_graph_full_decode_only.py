@@ -1,6 +1,6 @@
 """ACL graph mode FULL_DECODE_ONLY == eager, and the parameter-update hook's real lengths.
 
-Issue 6: one FULL graph per capture size for uniform decode steps (the runner wraps the
+One FULL graph per capture size for uniform decode steps (the runner wraps the
 whole model in the platform's static graph wrapper); prefill steps run eagerly. Greedy
 tokens for batch sizes 1, 3, 5 and 9 equal eager mode on SmolLM2-135M-Instruct (float32);
 batches 3, 5 and 9 are padded to captured sizes 4, 8 and 16. Before every FULL replay the

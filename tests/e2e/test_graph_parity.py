@@ -1,6 +1,6 @@
 """ACL graph mode PIECEWISE (Ascend compile backend with fusion passes) == eager.
 
-Issue 6 / case C-19: greedy tokens for batch sizes 1, 3, 5 and 9 equal eager mode on
+Greedy tokens for batch sizes 1, 3, 5 and 9 equal eager mode on
 SmolLM2-135M-Instruct (float32). One engine in this module (graph mode, through the
 platform's real graph hooks); the eager reference runs in a subprocess with
 ``enforce_eager=True`` (shared with test_graph_full_decode_only.py in one pytest run).

@@ -1,4 +1,4 @@
-"""Case C-14: a KV budget that does not fit fails before serving and says what to change.
+"""A KV budget that does not fit fails before serving and says what to change.
 
 Each case starts a real engine in a subprocess (so the failure's exit code and
 message are what a user sees) with a small emulated device memory.

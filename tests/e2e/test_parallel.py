@@ -264,7 +264,7 @@ def test_dp2_single_request_completes(dp2, reference):
 
 @pytest.mark.timeout(TEST_TIMEOUT_S)
 def test_ep2_matches_ep1(tmp_path, in_process):
-    """Expert parallelism (issue 7): a tiny Qwen3-MoE with TP=2 + enable_expert_parallel (each
+    """Expert parallelism: a tiny Qwen3-MoE with TP=2 + enable_expert_parallel (each
     rank holds half the experts; results combined through our communicator) gives the tokens of
     the single-device run."""
     from moe_checkpoints import save_tiny
@@ -278,7 +278,7 @@ def test_ep2_matches_ep1(tmp_path, in_process):
 
 
 def test_ray_tp2_matches_tp1(tiny_qwen3, reference, tmp_path):
-    """TP=2 through ``--distributed-executor-backend ray`` (issue 5) gives the TP=1 tokens.
+    """TP=2 through ``--distributed-executor-backend ray`` gives the TP=1 tokens.
 
     Also checked: the placement group asks for ``NPU`` only (2 bundles of one NPU each); each
     worker is a Ray actor running ``NPUPlatform`` in emulation (``VLLM_ASCEND_EMULATE`` reached

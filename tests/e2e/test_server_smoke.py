@@ -1,5 +1,5 @@
 """scripts/npu_smoke.sh runs end to end in emulation and prints its report format
-(issue 3 item 7): NPU tests reported deselected with the reason, serve-and-ask passes."""
+(README.md, "The two commands"): NPU tests reported deselected with the reason, serve-and-ask passes."""
 
 from __future__ import annotations
 

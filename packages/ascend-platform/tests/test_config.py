@@ -1,6 +1,7 @@
-"""``additional_config`` parsing (case C-18 (a)-(c)).
+"""``additional_config`` parsing (``vllm_ascend_platform.config``).
 
-Expected keys, defaults and types come from issue 3's field list; the upstream keys
+Expected keys, defaults and types are the documented options (README.md, the graph layer's
+README and ``GraphOptions``); the upstream keys
 come from vLLM 0.32's ``EngineArgs.create_engine_config`` (vllm/engine/arg_utils.py),
 which writes gdn_prefill_backend / kda_prefill_backend / kda_decode_backend.
 """

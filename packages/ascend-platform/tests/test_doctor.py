@@ -1,4 +1,4 @@
-"""``vllm-ascend doctor`` (issue 3 item 5, case C-21 (c)).
+"""``vllm-ascend doctor`` (README.md, "Three modes"; docs/architecture.md).
 
 Runs in subprocesses so the environment (VLLM_PLUGINS, VLLM_ASCEND_EMULATE, the
 installed packages) is the one a user has. One test builds a venv without vLLM

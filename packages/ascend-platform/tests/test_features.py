@@ -1,4 +1,4 @@
-"""Refused features (issue 3 item 2): each named at start-up, with what to change.
+"""Refused features (``vllm_ascend_platform.features``): each named at start-up, with what to change.
 
 Field names checked against vLLM 0.32's VllmConfig / ModelConfig (vllm/config/*.py).
 """
@@ -30,7 +30,6 @@ def test_plain_config_passes():
 
 @pytest.mark.parametrize("over,ascend,feature", [
     ({}, {"enable_weight_nz": True}, "FRACTAL_NZ"),
-    ({"speculative_config": object()}, {}, "speculative decoding"),
     ({"kv_transfer_config": object()}, {}, "KV connectors"),
     ({"multimodal_config": SimpleNamespace(language_model_only=False)}, {}, "multimodal"),
 ])
@@ -45,8 +44,14 @@ def test_language_model_only_multimodal_is_allowed():
 
 def test_all_refusals_listed_together():
     with pytest.raises(UnsupportedFeatureError) as err:
-        check_features(_cfg(speculative_config=1, kv_transfer_config=1), AscendConfig())
-    assert "speculative decoding" in str(err.value) and "KV connectors" in str(err.value)
+        check_features(_cfg(kv_transfer_config=1, ec_transfer_config=1), AscendConfig())
+    assert "encoder-cache" in str(err.value) and "KV connectors" in str(err.value)
+
+
+def test_speculative_decoding_is_served():
+    """Speculative decoding is built (n-gram, EAGLE/EAGLE-3, MTP through the runner's proposer
+    hooks; docs/spec-decode.md): a speculative_config is accepted."""
+    check_features(_cfg(speculative_config=object()), AscendConfig())
 
 
 def test_sleep_mode_is_served():

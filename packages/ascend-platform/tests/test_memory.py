@@ -1,4 +1,4 @@
-"""KV budget arithmetic and messages (case C-14), checked with hand-computed numbers."""
+"""KV budget arithmetic and messages (``memory.py``), checked with hand-computed numbers."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def test_fitting_budget_returns_kv_bytes():
 
 
 def test_weights_alone_exceed_budget():
-    # case C-14 (a): device memory about 1.05x the weights
+    # device memory about 1.05x the weights
     b = _budget(device_memory=int(1.05 * GiB), utilization=0.9)
     with pytest.raises(KVBudgetError) as err:
         check_kv_budget(b)
@@ -35,7 +35,7 @@ def test_weights_alone_exceed_budget():
 
 
 def test_one_sequence_does_not_fit_names_largest_len():
-    # case C-14 (b): 50,000 bytes of KV = 3 whole blocks of 16 tokens x 1000 B = 48 tokens
+    # 50,000 bytes of KV = 3 whole blocks of 16 tokens x 1000 B = 48 tokens
     kv = 50_000
     b = _budget(device_memory=2 * (GiB + GiB // 4 + kv), utilization=0.5, max_model_len=512)
     with pytest.raises(KVBudgetError, match=r"largest max_model_len that fits is 48\b"):

@@ -1,4 +1,4 @@
-"""The patch registry (DESIGN.md section 6): declared, applied once, drift detected."""
+"""The patch registry (docs/architecture.md, "Add a patch"): declared, applied once, drift detected."""
 
 from __future__ import annotations
 

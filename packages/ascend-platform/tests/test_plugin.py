@@ -1,6 +1,6 @@
-"""The platform plugin decision and startup_check (issue 3 items 1-2, cases C-17, C-21).
+"""The platform plugin decision and startup_check (docs/architecture.md, "How the plugin is found").
 
-The plugin's contract comes from DESIGN.md section 3 and vLLM 0.32's
+The plugin's contract comes from docs/architecture.md and vLLM 0.32's
 ``vllm/platforms/__init__.py`` (register() exceptions are swallowed, so a wanted
 but broken start must exit) and ``vllm/plugins/__init__.py`` (VLLM_PLUGINS is an
 allowlist split on ",").

@@ -40,6 +40,36 @@ class HostLengths:
         return self.ends[-1] if self.ends else 0
 
 
+def upper_bound_is_exact(vllm_config) -> bool:
+    """Whether ``seq_lens_cpu_upper_bound`` holds the exact KV lengths of every request.
+
+    vLLM 0.32 documents it as exact except for decode rows under asynchronous speculative
+    decoding, where it assumes every draft of the previous step was accepted
+    (``CommonAttentionMetadata.seq_lens_cpu_upper_bound``, ``vllm/v1/attention/backend.py``).
+    The EAGLE/MTP proposer also advances ``seq_lens`` on the device between its draft steps
+    (``eagle_step_update_slot_mapping_and_metadata``, ``vllm/v1/spec_decode/utils.py``)
+    without touching the host copy. So the copy is trusted only without speculative decoding
+    or for a method without a draft model that runs synchronously (n-gram, suffix).
+    """
+    spec = getattr(vllm_config, "speculative_config", None)
+    if spec is None:
+        return True
+    if getattr(vllm_config.scheduler_config, "async_scheduling", False):
+        return False
+    return not spec.use_eagle() and not spec.uses_draft_model()
+
+
+def seq_lens_host(common_attn_metadata, exact_upper_bound: bool) -> torch.Tensor:
+    """Host KV lengths ``[num_reqs]`` of a step: vLLM's host copy when it is exact (see
+    :func:`upper_bound_is_exact`), else one read of the device ``seq_lens`` per metadata
+    build -- a host sync outside any graph (metadata is built before a replay), never per layer.
+    """
+    cm = common_attn_metadata
+    if exact_upper_bound and cm.seq_lens_cpu_upper_bound is not None:
+        return cm.seq_lens_cpu_upper_bound[: cm.num_reqs]
+    return cm.seq_lens[: cm.num_reqs].cpu()
+
+
 def build(query_start_loc_cpu: torch.Tensor, seq_lens_cpu: torch.Tensor, num_tokens: int,
           max_kv_per_request: int) -> HostLengths:
     """Host lengths for ``num_reqs = len(seq_lens_cpu)`` request slots over ``num_tokens`` rows.

@@ -45,11 +45,6 @@ REFUSALS: tuple[Refusal, ...] = (
         "remove enable_weight_nz from additional_config (or set it to false)",
     ),
     Refusal(
-        "speculative decoding",
-        lambda c, a: getattr(c, "speculative_config", None) is not None,
-        "drop --speculative-config / speculative_config",
-    ),
-    Refusal(
         "KV connectors / KV transfer (disaggregated prefill)",
         lambda c, a: getattr(c, "kv_transfer_config", None) is not None,
         "drop --kv-transfer-config / kv_transfer_config",

@@ -136,7 +136,8 @@ class NPUModelRunner(GPUModelRunner):
         logger.info("Loading model %s (%s).", self.model_config.model, what)
         self.model = get_model(vllm_config=self.vllm_config)
         self.model = self.load_lora_model(self.model, self.vllm_config, self.device) if self.lora_config else self.model
-        self.model_memory_usage = _module_bytes(self.model)
+        drafter_model = self._load_drafter()
+        self.model_memory_usage = _module_bytes(self.model, drafter_model)
         if self.simulated:
             self._device_holding.hold("weights", self.model_memory_usage)
         self._wrap_full_graph()
@@ -153,6 +154,24 @@ class NPUModelRunner(GPUModelRunner):
         if self.simulated and not is_profiling:
             kv_bytes = sum(int(t.size) for t in kv_cache_config.kv_cache_tensors)
             self._device_holding.hold("kv_cache", kv_bytes)
+
+    def _load_drafter(self) -> nn.Module | None:
+        """Speculative decoding: load the draft model and, for EAGLE-3, switch on the target's
+        auxiliary hidden-state outputs, as ``GPUModelRunner.load_model`` does
+        (vllm/v1/worker/gpu_model_runner.py). EAGLE/EAGLE-3/MTP drafts share the target's
+        embeddings and LM head when their checkpoint has none (vLLM's proposer decides).
+
+        Returns the draft ``nn.Module`` (for weight accounting), or None (no draft model:
+        n-gram, or speculation off).
+        """
+        drafter = getattr(self, "drafter", None)
+        if drafter is not None and hasattr(drafter, "load_model"):
+            logger.info("Loading the speculative-decoding draft model (%s).",
+                        self.speculative_config.method)
+            drafter.load_model(self.model)
+        self._setup_eagle3_aux_hidden_state_outputs()
+        model = getattr(drafter, "model", None)
+        return model if isinstance(model, nn.Module) else None
 
     def _wrap_full_graph(self) -> None:
         """FULL/FULL_DECODE_ONLY/FULL_AND_PIECEWISE: wrap the model in the static graph
@@ -207,11 +226,13 @@ class NPUModelRunner(GPUModelRunner):
                     kv.index_fill_(0, kernel_ids, 0)
 
 
-def _module_bytes(module: nn.Module) -> int:
-    """Bytes of every distinct parameter and buffer storage of ``module``."""
+def _module_bytes(*modules: nn.Module | None) -> int:
+    """Bytes of every distinct parameter and buffer storage of ``modules`` (None skipped;
+    storage shared between them, e.g. a draft model's embedding, counted once)."""
     seen: set[int] = set()
     total = 0
-    for tensor in list(module.parameters()) + list(module.buffers()):
+    tensors = [t for m in modules if m is not None for t in (*m.parameters(), *m.buffers())]
+    for tensor in tensors:
         ptr = tensor.untyped_storage().data_ptr()
         if ptr in seen:
             continue

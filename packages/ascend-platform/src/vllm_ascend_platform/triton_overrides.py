@@ -55,6 +55,9 @@ def register() -> None:
     """Register the overrides with vLLM's Triton dispatcher."""
     from vllm.triton_utils.dispatcher import register_kernels
 
+    from vllm_ascend_platform.spec_decode_kernels import KERNELS as SPEC_DECODE_KERNELS
+
     register_kernels(
-        {"vllm.v1.worker.block_table.ComputeSlotMappingKernel.kernel": compute_slot_mapping}
+        {"vllm.v1.worker.block_table.ComputeSlotMappingKernel.kernel": compute_slot_mapping,
+         **SPEC_DECODE_KERNELS}
     )

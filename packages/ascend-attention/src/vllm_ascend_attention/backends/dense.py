@@ -149,6 +149,7 @@ class AscendAttentionMetadataBuilder(AttentionMetadataBuilder[AscendAttentionMet
     ) -> None:
         super().__init__(kv_cache_spec, layer_names, vllm_config, device)
         self.block_size = kv_cache_spec.block_size
+        self._exact_upper_bound = host_lengths.upper_bound_is_exact(vllm_config)
 
     def build(
         self,
@@ -161,7 +162,7 @@ class AscendAttentionMetadataBuilder(AttentionMetadataBuilder[AscendAttentionMet
         block_table = cm.block_table_tensor[: cm.num_reqs]
         lengths = host_lengths.build(
             cm.query_start_loc_cpu[: cm.num_reqs + 1],
-            _seq_lens_cpu(cm),
+            host_lengths.seq_lens_host(cm, self._exact_upper_bound),
             cm.num_actual_tokens,
             block_table.shape[1] * self.block_size,
         )
@@ -175,14 +176,6 @@ class AscendAttentionMetadataBuilder(AttentionMetadataBuilder[AscendAttentionMet
             lengths=lengths,
             causal=causal,
         )
-
-
-def _seq_lens_cpu(cm: CommonAttentionMetadata) -> torch.Tensor:
-    """Host KV lengths: vLLM's CPU copy (exact outside async speculative decoding, which
-    this backend does not serve), else one device read per step, outside any graph."""
-    if cm.seq_lens_cpu_upper_bound is not None:
-        return cm.seq_lens_cpu_upper_bound[: cm.num_reqs]
-    return cm.seq_lens[: cm.num_reqs].cpu()
 
 
 def _widths(kv_cache: torch.Tensor, head_size: int | None) -> tuple[int, int]:

@@ -136,8 +136,7 @@ class AscendMLAMetadataBuilder(MLACommonMetadataBuilder[MLACommonMetadata]):
               fast_build: bool = False) -> MLACommonMetadata:
         md = super().build(common_prefix_len, common_attn_metadata, fast_build)
         cm = common_attn_metadata
-        seq = cm.seq_lens_cpu_upper_bound
-        seq = seq[: cm.num_reqs] if seq is not None else cm.seq_lens[: cm.num_reqs].cpu()
+        seq = host_lengths.seq_lens_host(cm, host_lengths.upper_bound_is_exact(self.vllm_config))
         qsl = cm.query_start_loc_cpu
         num_decodes = md.num_decodes or 0
         md.ascend_decode = host_lengths.build(

@@ -39,6 +39,22 @@ def make_adapter(model_path: str, out_dir: Path, seed: int, rank: int = 16,
     return str(out_dir)
 
 
+@torch.inference_mode()
+def teacher_forced_agreement(model, rows, tol: float = 0.05) -> tuple[int, int]:
+    """(agreeing positions, positions) of generated ``rows`` [(prompt ids, generated ids)]
+    under the HF ``model``, teacher-forced: a position agrees when the generated token is the
+    model's top-1 or within ``tol`` nats of it."""
+    agreed = total = 0
+    for prompt, gen in rows:
+        ids = torch.tensor([list(prompt) + list(gen)])
+        logits = model(input_ids=ids, use_cache=False).logits[0].float()
+        lp = torch.log_softmax(logits[len(prompt) - 1: len(prompt) - 1 + len(gen)], dim=-1)
+        for i, tok in enumerate(gen):
+            total += 1
+            agreed += int(float(lp[i].max() - lp[i, tok]) <= tol)
+    return agreed, total
+
+
 class MergedOracle(HFOracle):
     """HF float32 greedy oracle of the base model with ``adapter`` merged (peft merge_and_unload)."""
 

@@ -17,9 +17,8 @@ import subprocess
 import sys
 
 import pytest
-import torch
 from _sim_npu import HERE
-from lora_adapters import make_adapter
+from lora_adapters import make_adapter, teacher_forced_agreement
 
 MAX_TOKENS = [3, 6, 9, 12, 4, 8, 10, 5]
 CAPTURE_SIZES = [1, 2, 4, 8]
@@ -81,19 +80,6 @@ def test_graph_equals_eager_as_adapters_change(results):
     assert results["graph"]["tokens"] == results["eager"]["tokens"]
 
 
-@torch.inference_mode()
-def _teacher_forced_rate(model, rows, tol=0.05):
-    agreed = total = 0
-    for prompt, gen in rows:
-        ids = torch.tensor([list(prompt) + list(gen)])
-        logits = model(input_ids=ids, use_cache=False).logits[0].float()
-        lp = torch.log_softmax(logits[len(prompt) - 1: len(prompt) - 1 + len(gen)], dim=-1)
-        for i, tok in enumerate(gen):
-            total += 1
-            agreed += int(float(lp[i].max() - lp[i, tok]) <= tol)
-    return agreed, total
-
-
 def test_rows_match_their_adapter_teacher_forced(results, model_path, adapters, prompt_ids,
                                                  oracle):
     from lora_adapters import MergedOracle
@@ -105,7 +91,7 @@ def test_rows_match_their_adapter_teacher_forced(results, model_path, adapters, 
     agreed = total = 0
     for name, rows in by_adapter.items():
         model = oracle.model if name is None else MergedOracle(model_path, adapters[name]).model
-        a, t = _teacher_forced_rate(model, rows)
+        a, t = teacher_forced_agreement(model, rows)
         agreed, total = agreed + a, total + t
     assert total == 2 * sum(MAX_TOKENS)
     assert agreed / total >= 0.95, f"{agreed}/{total} positions agree with HF float32"

@@ -31,7 +31,7 @@ def _merged_oracle(y0, x, a, b, idx, scale, offset, size):
 @st.composite
 def problems(draw):
     slots = draw(st.integers(1, 4))
-    rank = draw(st.sampled_from([1, 4, 8, 16]))
+    rank = draw(st.sampled_from([1, 4, 8, 16, 64, 256]))  # vLLM's max_lora_rank choices up to 256
     hidden = draw(st.sampled_from([8, 16, 24]))
     slices = draw(st.lists(st.integers(1, 12), min_size=1, max_size=3))  # packed qkv / gate_up
     tokens = draw(st.integers(1, 9))

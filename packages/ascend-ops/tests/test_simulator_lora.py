@@ -30,6 +30,8 @@ def _tol(dtype):
     (torch.float16, 16, True),    # within the operator's limits: one npu_batch_gather_matmul_
     (torch.bfloat16, 16, False),  # the operator is float16-only: aten composition
     (torch.float16, 8, False),    # rank below 16: aten composition
+    (torch.float16, 128, True),   # the operator's largest rank
+    (torch.float16, 256, False),  # above it (vLLM accepts up to 512): aten composition
 ])
 def test_lora_linear_npu_branch(simulated_npu, dtype, rank, fused):
     from ascend_ops import simulator

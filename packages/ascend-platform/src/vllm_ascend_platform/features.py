@@ -63,8 +63,12 @@ REFUSALS: tuple[Refusal, ...] = (
 
 
 def refused_features(vllm_config: Any, ascend_config: AscendConfig) -> list[Refusal]:
-    """The refusals that apply to this configuration (empty when all is supported)."""
-    return [r for r in REFUSALS if r.requested(vllm_config, ascend_config)]
+    """The refusals that apply to this configuration (empty when all is supported): the
+    features above plus the refused rows of the vLLM option table (option_support.py)."""
+    from vllm_ascend_platform.option_support import option_refusals
+
+    candidates = (*REFUSALS, *option_refusals())
+    return [r for r in candidates if r.requested(vllm_config, ascend_config)]
 
 
 def check_features(vllm_config: Any, ascend_config: AscendConfig) -> None:

@@ -85,6 +85,14 @@ class NPUPlatform(Platform):
     def supported_dtypes(self) -> list[torch.dtype]:
         return [torch.float32, torch.bfloat16, torch.float16]
 
+    @classmethod
+    def verify_quantization(cls, quant: str) -> None:
+        """Refuse, by name and before any weight loads, a method not in supported_quantization
+        (vLLM's ModelConfig calls this; the reasons per method: docs/option-support.md)."""
+        from vllm_ascend_platform.option_support import check_quantization
+
+        check_quantization(quant, cls.supported_quantization)
+
     # ---- identity -----------------------------------------------------------------
     @classmethod
     def get_device_name(cls, device_id: int = 0) -> str:

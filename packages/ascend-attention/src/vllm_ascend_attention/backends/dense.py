@@ -42,7 +42,7 @@ from vllm.v1.attention.backend import (
 )
 from vllm.v1.kv_cache_interface import AttentionSpec, KVCacheLayout
 
-from vllm_ascend_attention import graph_params, host_lengths, kv_layout
+from vllm_ascend_attention import graph_params, host_lengths, kv_dtype, kv_layout
 
 #: KV cache block size (tokens) this backend prefers: FIA's paged path is tuned
 #: for 128-token blocks on Atlas A2/A3 (the torch_npu operator accepts multiples
@@ -57,8 +57,11 @@ class AscendAttentionBackend(AttentionBackend):
     forward_includes_kv_cache_update: bool = False
     # dtypes the FIA operator and our CPU kernels accept
     supported_dtypes: ClassVar[list[torch.dtype]] = [torch.float16, torch.bfloat16, torch.float32]
-    # no quantized KV cache yet
-    supported_kv_cache_dtypes: ClassVar[list[str]] = ["auto"]
+    # kv_cache_dtype values the ops serve (fp8 / float16 / bfloat16 storage: CPU branches,
+    # ascend_ops/reference/kv_quant.py; the platform refuses them on the NPU branch)
+    supported_kv_cache_dtypes: ClassVar[list[str]] = [
+        "auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2"
+    ]
 
     @staticmethod
     def get_name() -> str:
@@ -256,7 +259,8 @@ class AscendAttentionImpl(AttentionImpl[AscendAttentionMetadata]):
         """Write this step's K/V into the paged cache at ``slot_mapping``."""
         if self.attn_type == AttentionType.ENCODER_ONLY:
             return
-        key_cache, value_cache = split_kv_cache(kv_cache, self.head_size)
+        key_cache, value_cache = split_kv_cache(kv_dtype.storage_view(kv_cache, self.kv_cache_dtype),
+                                                self.head_size)
         num_tokens = slot_mapping.shape[0]
         ascend_ops.reshape_and_cache(
             key[:num_tokens].view(-1, self.num_kv_heads, self.head_size),
@@ -264,6 +268,7 @@ class AscendAttentionImpl(AttentionImpl[AscendAttentionMetadata]):
             key_cache,
             value_cache,
             slot_mapping,
+            **kv_dtype.scales(layer, key_cache),
         )
 
     def forward(
@@ -297,7 +302,9 @@ class AscendAttentionImpl(AttentionImpl[AscendAttentionMetadata]):
         if self.attn_type == AttentionType.ENCODER_ONLY:
             out.copy_(self._encoder_only(q, key[:n], value[:n], attn_metadata))
         else:
-            key_cache, value_cache = split_kv_cache(kv_cache, self.head_size)
+            key_cache, value_cache = split_kv_cache(
+                kv_dtype.storage_view(kv_cache, self.kv_cache_dtype), self.head_size
+            )
             self._paged(layer, q, key_cache, value_cache, attn_metadata, out)
         if n < output.shape[0]:
             output[n:].zero_()  # padding rows no request owns: defined, never attended
@@ -311,13 +318,14 @@ class AscendAttentionImpl(AttentionImpl[AscendAttentionMetadata]):
         lse = q.new_empty(1)
         tensors = (q, key_cache, value_cache, md.block_table, md.query_start_loc, md.seq_lens)
         causal = md.causal
+        scales = kv_dtype.scales(layer, key_cache)
 
         def launch(step: AscendAttentionMetadata, workspace=None) -> None:
             ascend_ops.fused_infer_attention(
                 *tensors, self.scale, causal,
                 actual_seq_lengths=step.lengths.ends,
                 actual_seq_lengths_kv=step.lengths.kv_lens,
-                out=out, softmax_lse=lse, workspace=workspace,
+                out=out, softmax_lse=lse, workspace=workspace, **scales,
             )
 
         if not device.is_capturing():

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from ascend_ops import _checks, _checks_kv, _native, _npu, reference
-from ascend_ops.reference import kv_quant
 from ascend_ops._dispatch import count, eager_direct, select_backend
+from ascend_ops.reference import kv_quant
 
 
 def _bsnd_rows(query_start_loc: torch.Tensor, seq_len: int) -> torch.Tensor:
@@ -245,7 +247,8 @@ def fused_infer_attention(
     outside the cache (CPU branches), ``out`` with BSND or without ``softmax_lse``, or
     non-contiguous caches on NPU; TypeError for wrong dtypes.
     """
-    host = dict(actual_seq_lengths=_as_ints(actual_seq_lengths, "actual_seq_lengths"),
+    host: dict[str, Any] = dict(
+                actual_seq_lengths=_as_ints(actual_seq_lengths, "actual_seq_lengths"),
                 actual_seq_lengths_kv=_as_ints(actual_seq_lengths_kv, "actual_seq_lengths_kv"),
                 k_scale=float(k_scale), v_scale=float(v_scale))
     args = (query, key_cache, value_cache, block_table, query_start_loc, seq_lens,
@@ -258,7 +261,7 @@ def fused_infer_attention(
         raise ValueError(f"out= is supported with layout='TND' only, got {layout!r}")
     if softmax_lse is None:
         raise ValueError("out= needs softmax_lse (a [1] tensor of query's dtype kept with out)")
-    tail = (host["actual_seq_lengths"], host["actual_seq_lengths_kv"], out, softmax_lse, workspace,
+    tail: tuple[Any, ...] = (host["actual_seq_lengths"], host["actual_seq_lengths_kv"], out, softmax_lse, workspace,
             host["k_scale"], host["v_scale"])
     if eager_direct(*args[:6], out, softmax_lse):
         _attention_out_impl(*args, *tail)

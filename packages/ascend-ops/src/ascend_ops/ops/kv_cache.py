@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from ascend_ops import _checks, _checks_kv, _native, _npu, reference
-from ascend_ops.reference import kv_quant
 from ascend_ops._dispatch import count, eager_direct, select_backend
+from ascend_ops.reference import kv_quant
 
 
 def _reshape_and_cache_impl(

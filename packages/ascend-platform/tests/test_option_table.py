@@ -1,0 +1,78 @@
+"""The option support table against vLLM 0.32 itself: every engine argument, quantization
+method, kv_cache_dtype choice and VLLM_* variable read below the engine has exactly one row, no
+row names an option vLLM no longer has, each supported row names a test that exists, each
+refused engine argument has a start-up check, and docs/option-support.md is the rendered table."""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from vllm_ascend_platform import option_support as S
+from vllm_ascend_platform.option_table import NOT_OURS, REFUSED, SUPPORTED
+
+REPO = Path(__file__).resolve().parents[3]
+#: refused engine arguments whose check lives in features.py REFUSALS (the transfer configs)
+CHECKED_ELSEWHERE = {"kv_transfer_config", "ec_transfer_config"}
+
+
+@pytest.fixture(scope="module")
+def vllm_names():
+    return S.vllm_names()
+
+
+@pytest.mark.parametrize("kind", S.KINDS)
+def test_table_covers_exactly_vllms_options(vllm_names, kind):
+    table = [r.name for r in S.rows() if r.kind == kind]
+    dupes = [n for n, c in Counter(table).items() if c > 1]
+    assert not dupes, f"{kind}: rows listed twice: {dupes}"
+    missing = sorted(vllm_names[kind] - set(table))
+    stale = sorted(set(table) - vllm_names[kind])
+    assert not missing, f"{kind}: vLLM options with no row in option_table*.py: {missing}"
+    assert not stale, f"{kind}: rows for options vLLM does not define: {stale}"
+
+
+def test_below_engine_env_scan_finds_known_readers(vllm_names):
+    # independent spot checks from vLLM's source: the runner reads VLLM_COMPUTE_NANS_IN_LOGITS
+    # (vllm/v1/worker/gpu_model_runner.py), the KV layout comes from VLLM_KV_CACHE_LAYOUT
+    # (vllm/v1/attention/backends/utils.py)
+    assert {"VLLM_COMPUTE_NANS_IN_LOGITS", "VLLM_KV_CACHE_LAYOUT"} <= vllm_names[S.KINDS[3]]
+
+
+def test_statuses_and_evidence():
+    for r in S.rows():
+        assert r.status in (SUPPORTED, REFUSED, NOT_OURS), r
+        assert r.evidence.strip(), r
+
+
+def _test_exists(test_id: str) -> bool:
+    path, _, func = test_id.partition("::")
+    file = REPO / path
+    if not file.is_file():
+        return False
+    tree = ast.parse(file.read_text(encoding="utf-8"))
+    return any(isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == func
+               for n in ast.walk(tree))
+
+
+def test_supported_rows_name_an_existing_test():
+    bad = sorted({r.evidence for r in S.rows() if r.status == SUPPORTED
+                  and not _test_exists(r.evidence)})
+    assert not bad, f"supported rows cite tests that do not exist: {bad}"
+
+
+def test_every_refused_engine_argument_has_a_startup_check():
+    refused = {r.name for r in S.rows() if r.kind == S.KINDS[0] and r.status == REFUSED}
+    unchecked = sorted(refused - set(S.ARG_CHECKS) - CHECKED_ELSEWHERE)
+    assert not unchecked, f"refused rows without a check in option_support.ARG_CHECKS: {unchecked}"
+    assert not set(S.ARG_CHECKS) - refused, "ARG_CHECKS names rows that are not refused"
+
+
+def test_docs_are_the_rendered_table():
+    doc = REPO / "docs" / "option-support.md"
+    assert doc.read_text(encoding="utf-8") == S.render_markdown(), (
+        "docs/option-support.md is stale: run "
+        "`python -m vllm_ascend_platform.option_support > docs/option-support.md`"
+    )

@@ -57,14 +57,16 @@ def test_c17_b_unsupported_help_refused_in_one_line():
     code, out = _help("0.30.0")
     assert code == 1
     lines = [ln for ln in out.splitlines() if "0.30.0" in ln]
-    assert lines and all("supports vLLM 0.32.x" in ln for ln in lines)
+    assert lines and all("(supports vLLM >=0.32,<0.33)" in ln for ln in lines)
     assert "Traceback" not in out
 
 
 def test_c17_b_unsupported_start_refused_before_model_loading(model):
     code, out = _serve(model, version="0.30.0")
     assert code == 1
-    assert "the Ascend plugin supports vLLM 0.32.x, but vLLM 0.30.0 is installed" in out
+    assert ("vLLM 0.30.0 is installed, but these Ascend layers do not support it: "
+            "vllm-ascend-platform") in out
+    assert "pip install 'vllm>=0.32,<0.33'" in out
     assert "VLLM_ASCEND_SKIP_VERSION_CHECK=1" in out
     assert "Traceback" not in out
     assert not any(marker in out for marker in MODEL_LOADING)
@@ -73,7 +75,7 @@ def test_c17_b_unsupported_start_refused_before_model_loading(model):
 def test_c17_b_opt_in_runs_with_warning():
     code, out = _help("0.30.0", env=emulation_env(VLLM_ASCEND_SKIP_VERSION_CHECK="1"))
     assert code == 0 and "--additional-config" in out
-    assert "VLLM_ASCEND_SKIP_VERSION_CHECK=1: running anyway, unsupported" in out
+    assert "VLLM_ASCEND_SKIP_VERSION_CHECK is set: running anyway, unsupported" in out
 
 
 # ---- additional_config-----------------------------------------------------------------------------

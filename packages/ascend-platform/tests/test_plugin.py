@@ -103,7 +103,8 @@ def test_unsupported_vllm_exits_in_one_line(monkeypatch):
     with pytest.raises(SystemExit) as err:
         plugin.platform_plugin()
     msg = str(err.value.code)
-    assert "\n" not in msg and "vLLM 0.30.0 is installed" in msg and "0.32.x" in msg
+    assert "\n" not in msg and "vLLM 0.30.0 is installed" in msg
+    assert "vllm-ascend-platform 0.1.0 (supports vLLM >=0.32,<0.33)" in msg
 
 
 def test_unsupported_vllm_with_skip_warns_and_runs(monkeypatch, caplog):

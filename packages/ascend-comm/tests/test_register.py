@@ -27,7 +27,8 @@ def test_communicator_name_resolves():
 
     provides = vllm_ascend_comm.LAYER["provides"]
     assert resolve_obj_by_qualname(provides["device_communicator"]) is NPUCommunicator
-    assert resolve_obj_by_qualname(provides["stateless_process_group"]) is stateless_init_device_torch_dist_pg
+    stateless = resolve_obj_by_qualname(provides["stateless_process_group"])
+    assert stateless is stateless_init_device_torch_dist_pg
 
 
 def _store():

@@ -119,7 +119,8 @@ def test_wrong_type_names_key_and_expected_type(raw, key, expected):
 @GRAPH_SECTION
 def test_graph_budget_below_one_names_the_rule():
     # the rule lives in the graph layer's section model; the platform reports it by key
-    with pytest.raises(AscendConfigError, match=r"'ascend_compilation_config.graph_budget' must be >= 1"):
+    with pytest.raises(AscendConfigError,
+                       match=r"'ascend_compilation_config.graph_budget' must be >= 1"):
         parse_additional_config({"ascend_compilation_config": {"graph_budget": 0}})
 
 

@@ -9,11 +9,11 @@ import ast
 import importlib.metadata
 import re
 import sys
-import tomllib
 import types
 from pathlib import Path
 
 import pytest
+import tomllib
 from pydantic import BaseModel
 from vllm_ascend_platform import contract
 
@@ -137,8 +137,8 @@ def test_a_role_provided_twice_is_an_error(monkeypatch, fresh_contract):
         "alpha": _desc("alpha", provides={"device_communicator": "a.b.C", "register": "a.reg"}),
         "omega": _desc("omega", provides={"device_communicator": "o.b.C", "register": "o.reg"}),
     })
-    with pytest.raises(contract.ContractError,
-                       match="role 'device_communicator' is provided by both layer 'alpha' and 'omega'"):
+    with pytest.raises(contract.ContractError, match="role 'device_communicator' is provided "
+                                                     "by both layer 'alpha' and 'omega'"):
         contract.installed_layers()
 
 
@@ -168,7 +168,7 @@ def test_resolve_names_what_is_missing():
 
 
 # ------------------------------------------------------------------ the platform's source
-_LAYER_PATH = re.compile(r"^(%s)(\.\w+)*(:\w+)?$" % "|".join(LAYER_MODULES))
+_LAYER_PATH = re.compile(r"^(" + "|".join(LAYER_MODULES) + r")(\.\w+)*(:\w+)?$")
 
 
 def _layer_references(source: str) -> list[tuple[int, str]]:

@@ -10,8 +10,8 @@
 
 The layer describes itself to the platform in :data:`LAYER` (docs/architecture.md, "The layer
 contract"). Everything here is activated by the platform's layer registration only when the
-Ascend platform is current; nothing changes vLLM at import time except importing ``ir_kernels`` (inert unless
-a priority list names ``"ascend"``).
+Ascend platform is current; nothing changes vLLM at import time except importing
+``ir_kernels`` (inert unless a priority list names ``"ascend"``).
 """
 
 from __future__ import annotations

@@ -129,7 +129,8 @@ class LayerDescription(BaseModel):
         try:
             SpecifierSet(value)
         except InvalidSpecifier as exc:
-            raise ValueError(f"{value!r} is not a PEP 440 specifier such as '>=0.32,<0.33'") from exc
+            raise ValueError(
+                f"{value!r} is not a PEP 440 specifier such as '>=0.32,<0.33'") from exc
         return value
 
     @model_validator(mode="after")
@@ -139,7 +140,8 @@ class LayerDescription(BaseModel):
                 role.startswith(r) and len(role) > len(r) for r in ROLES if r.endswith(".")
             )
             if not known:
-                raise ValueError(f"provides: unknown role {role!r}; known roles: {', '.join(ROLES)}")
+                raise ValueError(
+                    f"provides: unknown role {role!r}; known roles: {', '.join(ROLES)}")
             if not _QUALNAME.match(qualname):
                 raise ValueError(f"provides[{role!r}]: {qualname!r} is not a qualified name")
         return self
@@ -168,7 +170,8 @@ def resolve(qualname: str) -> Any:
     try:
         return getattr(module, attr)
     except AttributeError as exc:
-        raise ContractError(f"{qualname!r}: module {module_name} has no attribute {attr!r}") from exc
+        raise ContractError(
+            f"{qualname!r}: module {module_name} has no attribute {attr!r}") from exc
 
 
 def validate(data: Any, source: str) -> LayerDescription:

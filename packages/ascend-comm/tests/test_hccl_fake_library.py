@@ -20,7 +20,8 @@ import torch
 from test_hccl_binding import HEADER_DIR, _wheel
 from vllm_ascend_comm import hccl
 
-ACL_STUB = "#pragma once\n#include <stdbool.h>\n#include <stddef.h>\ntypedef void *aclrtStream;\ntypedef void *aclrtDrvMemHandle;\n"
+ACL_STUB = ("#pragma once\n#include <stdbool.h>\n#include <stddef.h>\ntypedef void *aclrtStream;\n"
+            "typedef void *aclrtDrvMemHandle;\n")
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
-"""Capture-size planning (``vllm_ascend_graph.capture_sizes``). Expected lists are written out by hand from the rules."""
+"""Capture-size planning (``vllm_ascend_graph.capture_sizes``). Expected lists are written out by
+hand from the rules."""
 
 import pytest
 from vllm_ascend_graph.capture_sizes import graphs_per_size, plan_capture_sizes

@@ -35,7 +35,8 @@ def _naive(layer, x, logits):
         if layer.use_grouped_topk:
             per = E // layer.num_expert_group
             groups = choice.view(layer.num_expert_group, per)
-            gs = groups.topk(2, -1).values.sum(-1) if layer.e_score_correction_bias is not None else groups.max(-1).values
+            biased = layer.e_score_correction_bias is not None
+            gs = groups.topk(2, -1).values.sum(-1) if biased else groups.max(-1).values
             keep = gs.topk(layer.topk_group).indices
             mask = torch.full_like(choice, float("-inf"))
             for gi in keep.tolist():

@@ -161,7 +161,8 @@ def main():
         raise SystemExit("ascend_ops._C is not built; install the package non-editable first")
     from ascend_ops import _C
 
-    print(f"torch {torch.__version__}, threads torch={torch.get_num_threads()} native={_C.num_threads()}, dtype {a.dtype}")
+    print(f"torch {torch.__version__}, threads torch={torch.get_num_threads()} "
+          f"native={_C.num_threads()}, dtype {a.dtype}")
     hidden, inter, heads, kv_heads, d = 4096, 11008, 32, 8, 128
     tokens = {"decode": 16, "prefill": 1024 if a.quick else 2048}
     rows = []

@@ -115,7 +115,8 @@ def test_rope_and_norm_and_moe_rules(simulated_npu):
     with pytest.raises(SimulatedNpuError, match="more than 2 experts"):
         m.npu_moe_gating_top_k(torch.randn(2, 8), 1, group_count=4, k_group=2)
     with pytest.raises(SimulatedNpuError, match="npu_grouped_matmul: group_list must be an int64"):
-        m.npu_grouped_matmul([torch.randn(2, 3)], [torch.randn(1, 3, 2)], group_list=torch.tensor([2], dtype=torch.int32),
+        m.npu_grouped_matmul([torch.randn(2, 3)], [torch.randn(1, 3, 2)],
+                             group_list=torch.tensor([2], dtype=torch.int32),
                              split_item=2, group_type=0, group_list_type=1)
 
 

@@ -1,4 +1,5 @@
-"""Our env vars reach Ray workers through the Ray runtime env (``ray_support``; docs/architecture.md, "Environment facts").
+"""Our env vars reach Ray workers through the Ray runtime env (``ray_support``;
+docs/architecture.md, "Environment facts").
 
 Why the runtime env: vLLM 0.32's Ray executors copy the driver's variables into a worker only
 after the actor resolved its platform (``vllm/v1/executor/ray_executor_v2.py``), so a cluster

@@ -14,7 +14,7 @@ PAD = -1
 
 def _loop_next_token(tokens, discard, backup, vocab):
     next_ids, counts = [], []
-    for row, d, b in zip(tokens.tolist(), discard.tolist(), backup.tolist()):
+    for row, d, b in zip(tokens.tolist(), discard.tolist(), backup.tolist(), strict=True):
         if d:
             next_ids.append(b)
             counts.append(0)

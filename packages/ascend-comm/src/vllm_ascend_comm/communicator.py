@@ -22,12 +22,17 @@ reduce-scatter all2all manager (``AgRsAll2AllManager``), built on ``all_gatherv`
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 import torch.distributed as dist
 from torch.distributed import ProcessGroup
 from vllm.distributed.device_communicators.base_device_communicator import (
     DeviceCommunicatorBase,
 )
+
+if TYPE_CHECKING:
+    from vllm_ascend_comm.pyhccl import PyHcclCommunicator
 
 SUPPORTED_ALL2ALL_BACKENDS = ("allgather_reducescatter", "naive")
 """``parallel_config.all2all_backend`` values served (both by the all-gather/reduce-scatter manager)."""
@@ -47,6 +52,7 @@ def _is_capturing(device: torch.device) -> bool:
 
 
 class NPUCommunicator(DeviceCommunicatorBase):
+    device: torch.device  # set by DeviceCommunicatorBase.__init__
     """Device communicator for one vLLM parallel group on Ascend (HCCL) or in emulation (gloo).
 
     Arguments are vLLM's: ``cpu_group`` (gloo ``ProcessGroup``), ``device`` (``npu:<i>`` or
@@ -84,7 +90,7 @@ class NPUCommunicator(DeviceCommunicatorBase):
         if self.emulated:
             # vLLM names the out-of-tree device "cpu:<local_rank>"; CPU memory has one device.
             self.device = torch.device("cpu")
-        self.pyhccl = None
+        self.pyhccl: PyHcclCommunicator | None = None
         if not self.emulated and self.world_size > 1:
             from vllm_ascend_comm.pyhccl import PyHcclCommunicator
 
@@ -108,7 +114,11 @@ class NPUCommunicator(DeviceCommunicatorBase):
         )
 
     def _use_pyhccl(self) -> bool:
-        return self.pyhccl is not None and _is_capturing(self.device)
+        return self._pyhccl_if_capturing() is not None
+
+    def _pyhccl_if_capturing(self) -> PyHcclCommunicator | None:
+        """The ctypes HCCL communicator while a stream of our device is capturing, else None."""
+        return self.pyhccl if self.pyhccl is not None and _is_capturing(self.device) else None
 
     # -- collectives -----------------------------------------------------------------------
 
@@ -121,8 +131,8 @@ class NPUCommunicator(DeviceCommunicatorBase):
         (``GroupCoordinator.all_reduce``, vLLM 0.32).
         """
         try:
-            if self._use_pyhccl():
-                return self.pyhccl.all_reduce(input_)
+            if (pyhccl := self._pyhccl_if_capturing()) is not None:
+                return pyhccl.all_reduce(input_)
             out = input_.clone()
             dist.all_reduce(out, group=self.device_group)
             return out
@@ -136,10 +146,10 @@ class NPUCommunicator(DeviceCommunicatorBase):
         if dim < 0:
             dim += input_.dim()
         try:
-            if self._use_pyhccl():
+            if (pyhccl := self._pyhccl_if_capturing()) is not None:
                 src = input_.contiguous()
                 flat = torch.empty((self.world_size,) + tuple(src.shape), dtype=src.dtype, device=src.device)
-                self.pyhccl.all_gather(flat, src)
+                pyhccl.all_gather(flat, src)
                 return torch.cat(flat.unbind(0), dim=dim)
             if dim == 0:
                 # rank-major concat along dim 0 is the all_gather_into_tensor layout itself:
@@ -166,11 +176,11 @@ class NPUCommunicator(DeviceCommunicatorBase):
         if dim < 0:
             dim += input_.dim()
         try:
-            if self._use_pyhccl():
+            if (pyhccl := self._pyhccl_if_capturing()) is not None:
                 src = input_.movedim(dim, 0).contiguous()
                 out = torch.empty((src.shape[0] // self.world_size,) + tuple(src.shape[1:]),
                                   dtype=src.dtype, device=src.device)
-                self.pyhccl.reduce_scatter(out, src)
+                pyhccl.reduce_scatter(out, src)
                 return out.movedim(0, dim).contiguous()
             src = input_.movedim(dim, 0).contiguous()
             out = torch.empty((src.shape[0] // self.world_size,) + tuple(src.shape[1:]),
@@ -200,7 +210,8 @@ class NPUCommunicator(DeviceCommunicatorBase):
     def _all_gatherv_one(self, input_: torch.Tensor, sizes: list[int] | None) -> torch.Tensor:
         if sizes is None or all(s == sizes[0] for s in sizes):
             if sizes is not None and input_.shape[0] != sizes[self.rank_in_group]:
-                raise ValueError(f"input_ has {input_.shape[0]} rows but sizes[{self.rank_in_group}]={sizes[self.rank_in_group]}")
+                raise ValueError(f"input_ has {input_.shape[0]} rows but "
+                                 f"sizes[{self.rank_in_group}]={sizes[self.rank_in_group]}")
             return self.all_gather(input_, 0)
         if len(sizes) != self.world_size or input_.shape[0] != sizes[self.rank_in_group]:
             raise ValueError(
@@ -246,8 +257,8 @@ class NPUCommunicator(DeviceCommunicatorBase):
         if self.world_size == 1:
             return tensor
         try:
-            if self._use_pyhccl():
-                self.pyhccl.broadcast(tensor, src)
+            if (pyhccl := self._pyhccl_if_capturing()) is not None:
+                pyhccl.broadcast(tensor, src)
                 return tensor
             dist.broadcast(tensor, self.ranks[src], self.device_group)
             return tensor
@@ -259,8 +270,8 @@ class NPUCommunicator(DeviceCommunicatorBase):
         if dst is None:
             dst = (self.rank_in_group + 1) % self.world_size
         try:
-            if self._use_pyhccl():
-                self.pyhccl.send(tensor.contiguous(), dst)
+            if (pyhccl := self._pyhccl_if_capturing()) is not None:
+                pyhccl.send(tensor.contiguous(), dst)
                 return
             dist.send(tensor, self.ranks[dst], self.device_group)
         except (RuntimeError, dist.DistError) as exc:
@@ -272,8 +283,8 @@ class NPUCommunicator(DeviceCommunicatorBase):
             src = (self.rank_in_group - 1) % self.world_size
         tensor = torch.empty(size, dtype=dtype, device=self.device)
         try:
-            if self._use_pyhccl():
-                self.pyhccl.recv(tensor, src)
+            if (pyhccl := self._pyhccl_if_capturing()) is not None:
+                pyhccl.recv(tensor, src)
                 return tensor
             dist.recv(tensor, self.ranks[src], self.device_group)
             return tensor

@@ -283,6 +283,8 @@ class HCCLLibrary:
             "HcclCommInitRootInfo",
             self._funcs["HcclCommInitRootInfo"](n_ranks, ctypes.byref(root_info), rank, ctypes.byref(comm)),
         )
+        if comm.value is None:  # a NULL handle with a success code: never valid
+            raise RuntimeError("HcclCommInitRootInfo returned success but a NULL communicator")
         return comm.value
 
     def all_reduce(self, send, recv, count, dtype, op, comm, stream) -> None:

@@ -65,7 +65,7 @@ class PyHcclCommunicator:
         dist.broadcast(blob, src=dist.get_global_rank(group, 0), group=group)
         info = HcclRootInfo()
         ctypes.memmove(ctypes.byref(info), blob.numpy().tobytes(), HCCL_ROOT_INFO_BYTES)
-        self.comm = self.lib.comm_init_root_info(self.world_size, info, self.rank)
+        self.comm: int | None = self.lib.comm_init_root_info(self.world_size, info, self.rank)
 
     def _check_tensor(self, name: str, t: torch.Tensor) -> None:
         if t.device != self.device:

@@ -10,7 +10,8 @@ Pure functions on plain ints so they can be tested without vLLM. The rules:
 4. the number of graphs is ``graphs_per_size * len(sizes)``; over the budget the list
    is pruned to ``budget // graphs_per_size`` sizes, always keeping the smallest and
    the largest (so every batch up to the largest still pads into a graph) and spreading
-   the rest evenly by list position (index ``i * (n - 1) / (k - 1)``, halves rounded up); the caller logs a warning with the kept list;
+   the rest evenly by list position (index ``i * (n - 1) / (k - 1)``, halves rounded up); the
+   caller logs a warning with the kept list;
 5. nothing left (all sizes over the limits, or a budget below one size's graphs) raises
    ``ValueError`` naming what to change -- never a crash at capture time.
 """

@@ -219,5 +219,6 @@ class ACLGraphWrapper:
         entry.num_replays += 1
         if self.emulate:
             return self.runnable(*args, **kwargs)
+        assert entry.graph is not None  # captured above before any replay
         entry.graph.replay()
         return entry.output

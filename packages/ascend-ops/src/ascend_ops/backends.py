@@ -58,6 +58,7 @@ def kernel_backends(device_type: str = "cpu") -> list[FamilyBackend]:
     forced = _dispatch.forced_backend()
     out = []
     for family, has_native in FAMILIES.items():
+        backend: str | None
         if forced is not None:
             backend, reason = forced, f"chosen explicitly (ASCEND_OPS_BACKEND={forced})"
             if forced == "native" and not _dispatch.native_available():

@@ -8,7 +8,7 @@ Every change that alters user-visible behaviour is logged once.
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from vllm.logger import init_logger
 
@@ -173,7 +173,7 @@ def _configure_layers(vllm_config: VllmConfig, ascend_config: AscendConfig) -> N
             contract.resolve(desc.provides["configure"])(vllm_config, sections[desc.name])
 
 
-def _log_startup_line(platform_cls: type, vllm_config: VllmConfig) -> None:
+def _log_startup_line(platform_cls: Any, vllm_config: VllmConfig) -> None:
     import torch
     import vllm
 

@@ -25,7 +25,7 @@ import importlib
 import importlib.metadata
 import re
 from graphlib import CycleError, TopologicalSorter
-from typing import Any
+from typing import Any, overload
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -250,6 +250,10 @@ class MissingLayerError(RuntimeError):
     """A role the platform needs is provided by no installed layer."""
 
 
+@overload
+def provided(role: str, needed_by: None = None) -> str | None: ...
+@overload
+def provided(role: str, needed_by: str) -> str: ...
 def provided(role: str, needed_by: str | None = None) -> str | None:
     """The qualified name published for ``role``.
 

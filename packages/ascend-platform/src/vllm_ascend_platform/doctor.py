@@ -136,7 +136,8 @@ def collect() -> dict[str, Any]:
                         "machines, with torch 2.13.0+cpu; see the README)")
     elif vllm_version is not None and not version_check.is_supported_vllm(vllm_version):
         problem = version_check.vllm_version_problem(vllm_version)
-        (notes if version_check.skip_requested() else problems).append(problem)
+        if problem:
+            (notes if version_check.skip_requested() else problems).append(problem)
     versions["torch"] = _dist_version("torch")
     if versions["torch"] is None:
         problems.append("torch is not installed")

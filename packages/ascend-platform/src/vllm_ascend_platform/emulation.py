@@ -5,7 +5,8 @@ from ``torch.accelerator.synchronize()``, ``empty_cache()`` and
 ``empty_host_cache()`` and ``get_memory_info()``, which vLLM calls unconditionally from model loaders, the
 runner and ``cleanup_dist_env_and_memory`` (engine shutdown). In emulation the
 "device" is the host, where every op has completed when it returns, so these
-calls have nothing to do (memory info reports the emulated device budget). This replaces them with no-ops in emulation only,
+calls have nothing to do (memory info reports the emulated device budget). This replaces them with
+no-ops in emulation only,
 when the platform module is imported (every vLLM process that resolves our
 platform); vLLM's own CPU runner installs the same no-ops. NPU mode never calls
 this.

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import Any
 
 import torch
 
@@ -70,7 +71,7 @@ def capture_context() -> Iterator[None]:
     import importlib
 
     check_capture_target()
-    runner = importlib.import_module(RUNNER_MODULE)
+    runner: Any = importlib.import_module(RUNNER_MODULE)
     saved = runner.graph_capture
     runner.graph_capture = npu_graph_capture
     try:

@@ -83,7 +83,7 @@ def _apply() -> None:
         if lora_request is not None and self.lora_config:
             check_adapter(lora_request, self.lora_config, self.model_config.model)
 
-    _validate_lora._ascend_lora_admission = True
+    _validate_lora._ascend_lora_admission = True  # type: ignore[attr-defined]
     InputProcessor._validate_lora = _validate_lora
 
 
@@ -133,7 +133,7 @@ def _apply_load_check() -> None:
                                          status_code=HTTPStatus.BAD_REQUEST)
         return None
 
-    _check_load_lora_adapter_request._ascend_lora_admission = True
+    _check_load_lora_adapter_request._ascend_lora_admission = True  # type: ignore[attr-defined]
     OpenAIServingModels._check_load_lora_adapter_request = _check_load_lora_adapter_request
 
 

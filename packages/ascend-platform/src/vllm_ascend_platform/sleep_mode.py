@@ -64,6 +64,7 @@ def check_tags(tags: Any, what: str) -> tuple[str, ...]:
 
 
 class AscendSleepModeBackend(SleepModeBackend):
+    _state: str  # RUNNING, SUSPENDED or RESUMING; vLLM's SleepModeBackend.__init__ sets it
     """Sleep-mode backend for Ascend NPUs, the simulated NPU and CPU emulation.
 
     ``suspend(level)``: level 1 or 2 (ValueError otherwise; RuntimeError when already

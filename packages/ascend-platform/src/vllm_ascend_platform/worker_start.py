@@ -168,12 +168,13 @@ def bounded_wait_for_ready(unready_proc_handles: list[Any],
     deadline = time.monotonic() + limit
     failed = Exception("WorkerProc initialization failed due to an exception in a "
                        "background process. See stack trace for root cause.")
-    pipes = {h.ready_pipe: h for h in unready_proc_handles}
+    pipes: dict[Any, Any] = {h.ready_pipe: h for h in unready_proc_handles}
     ready: list[Any] = [None] * len(unready_proc_handles)
     ready_ranks: list[int] = []
     while pipes:
         remaining = deadline - time.monotonic()
-        answered = multiprocessing.connection.wait(list(pipes), timeout=max(remaining, 0))
+        answered: list[Any] = multiprocessing.connection.wait(list(pipes),  # ready pipes
+                                                              timeout=max(remaining, 0))
         if not answered:
             raise WorkerStartupTimeout(
                 startup_timeout_message(list(pipes.values()), ready_ranks, limit))

@@ -24,7 +24,7 @@ graph_params`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import ascend_ops
 import torch
@@ -318,7 +318,7 @@ class AscendAttentionImpl(AttentionImpl[AscendAttentionMetadata]):
         lse = q.new_empty(1)
         tensors = (q, key_cache, value_cache, md.block_table, md.query_start_loc, md.seq_lens)
         causal = md.causal
-        scales = kv_dtype.scales(layer, key_cache)
+        scales: dict[str, Any] = kv_dtype.scales(layer, key_cache)  # k_scale, v_scale
 
         def launch(step: AscendAttentionMetadata, workspace=None) -> None:
             ascend_ops.fused_infer_attention(

@@ -10,6 +10,7 @@ forward math, so each gets its own Ascend subclass sharing :class:`AscendRopeMix
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 import ascend_ops
 import torch
@@ -17,6 +18,11 @@ import torch
 
 class AscendRopeMixin:
     """``forward_oot`` for vLLM ``RotaryEmbedding`` and its cache-only subclasses."""
+
+    # provided by the vLLM RotaryEmbedding class this mixin is combined with
+    head_size: int
+    is_neox_style: bool
+    _match_cos_sin_cache_dtype: Any
 
     def forward_oot(
         self,

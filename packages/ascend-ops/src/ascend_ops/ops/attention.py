@@ -261,8 +261,8 @@ def fused_infer_attention(
         raise ValueError(f"out= is supported with layout='TND' only, got {layout!r}")
     if softmax_lse is None:
         raise ValueError("out= needs softmax_lse (a [1] tensor of query's dtype kept with out)")
-    tail: tuple[Any, ...] = (host["actual_seq_lengths"], host["actual_seq_lengths_kv"], out, softmax_lse, workspace,
-            host["k_scale"], host["v_scale"])
+    tail: tuple[Any, ...] = (host["actual_seq_lengths"], host["actual_seq_lengths_kv"], out,
+                             softmax_lse, workspace, host["k_scale"], host["v_scale"])
     if eager_direct(*args[:6], out, softmax_lse):
         _attention_out_impl(*args, *tail)
     else:

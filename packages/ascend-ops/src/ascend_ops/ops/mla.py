@@ -66,7 +66,8 @@ def _decode_checks(q_nope, q_pe, kv_c_cache, k_pe_cache, block_table, ends, kv_l
         raise ValueError(f"block_table has {block_table.shape[0]} rows for {len(ends)} requests")
     need = -(-max(kv_lens, default=0) // kv_c_cache.shape[1])
     if need > block_table.shape[1]:
-        raise ValueError(f"actual_seq_lengths_kv needs {need} blocks but block_table has {block_table.shape[1]} columns")
+        raise ValueError(f"actual_seq_lengths_kv needs {need} blocks but block_table has "
+                         f"{block_table.shape[1]} columns")
 
 
 def _mla_decode_impl(q_nope: torch.Tensor, q_pe: torch.Tensor, kv_c_cache: torch.Tensor,

@@ -48,7 +48,7 @@ def _rejection_impl(draft_token_ids: torch.Tensor, cu_num_draft_tokens: torch.Te
     chk.rejection(*args)
     backend, mod = _impl("rejection_sample", draft_token_ids)
     if backend != "npu":
-        vocab = None if is_greedy is None else target_probs.shape[1]
+        vocab = None if is_greedy is None or target_probs is None else target_probs.shape[1]
         chk.layout(draft_token_ids, cu_num_draft_tokens, max_spec_len, vocab)
     return mod.rejection_sample(*args)
 

@@ -95,9 +95,12 @@ def rejection_sample(draft_token_ids: torch.Tensor, cu_num_draft_tokens: torch.T
         for j, t in enumerate(range(start, end)):
             d = int(draft_token_ids[t])
             if greedy:
+                assert target_argmax is not None  # skipped above when absent
                 token = int(target_argmax[t])
                 rejected = d != token
-            else:
+            else:  # random rows: _checks.rejection requires these three
+                assert target_probs is not None and uniform_probs is not None
+                assert recovered_token_ids is not None
                 accepted = False
                 if d >= 0:
                     q_d = 1.0 if draft_probs is None else _f32(float(draft_probs[t, d]))

@@ -11,7 +11,7 @@ import torch
 from ascend_ops.simulator.constraints import HALF, _dtype, _need
 from ascend_ops.simulator.kernels_quant import as_dtype
 
-FLOATS = (*HALF, torch.float32)
+FLOATS = (torch.float16, torch.bfloat16, torch.float32)  # HALF + float32
 
 
 def quantize(a: dict, op="npu_quantize") -> None:

@@ -3,7 +3,8 @@
 Model (``docs/simulated-npu.md``; API of ``torch_npu/npu/graphs.py``):
 
 * ``NPUGraph.capture_begin`` pushes ``CaptureMode`` (a TorchDispatchMode). Each aten / ``npu::`` /
-  ``atb::`` / collective (``c10d::``, ``_c10d_functional::``) op is executed and recorded with its arguments: tensors by identity, host values
+  ``atb::`` / collective (``c10d::``, ``_c10d_functional::``) op is executed and recorded with its
+  arguments: tensors by identity, host values
   (ints, floats, lists such as ``actual_seq_lengths``) copied, so they stay as captured. Ops of
   other namespaces (``ascend::``, vLLM's custom ops) are descended into: their CPU kernel runs
   with the mode re-entered, so the ops inside are what gets recorded.
@@ -100,7 +101,8 @@ class UpdateMode(TorchDispatchMode):
 
     def __init__(self, group: TaskGroup):
         super().__init__()
-        self.group, self.ops = group, []
+        self.group = group
+        self.ops: list = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -244,7 +246,9 @@ def graph_task_group_end(stream) -> TaskGroup:
     if _capturing is None or _capturing.graph._group_start is None:
         raise SimulatedNpuError("graph_task_group_end: no task group open (call graph_task_group_begin first)")
     g = _capturing.graph
-    group = TaskGroup(g, g._group_start, len(g._ops))
+    start = g._group_start
+    assert start is not None  # checked above
+    group = TaskGroup(g, start, len(g._ops))
     g._group_start = None
     g._groups.append(group)
     return group

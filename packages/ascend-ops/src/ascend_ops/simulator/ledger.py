@@ -78,7 +78,7 @@ LEDGER = Ledger()
 
 def _caller(depth: int) -> tuple[str, int]:
     """(file, line) of the first frame ``depth`` up that is not in the simulator or torch."""
-    f = sys._getframe(depth)
+    f: types.FrameType | None = sys._getframe(depth)
     while f is not None:
         name = f.f_code.co_filename
         if not name.startswith(_SIM) and "/torch/" not in name:
@@ -156,7 +156,8 @@ def static_call_sites(root: str | Path) -> dict[tuple[str, int], str]:
             if isinstance(node, ast.Call):
                 callee = _callee(node.func, npu_modules)
                 if callee and callee != "torch_npu()":
-                    line = node.func.end_lineno if isinstance(node.func, ast.Attribute) else node.lineno
+                    end = node.func.end_lineno if isinstance(node.func, ast.Attribute) else None
+                    line = end if end is not None else node.lineno
                     found[(rel, line)] = callee
     return found
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib.machinery
 import threading
 import types
+from typing import Any
 
 import torch
 
@@ -171,7 +172,7 @@ class SimulatedTorchNpu(types.ModuleType):
 
 def build_module(schemas: Schemas, npu_namespace) -> SimulatedTorchNpu:
     """A fresh simulated ``torch_npu`` module exposing every defined operator and ``.npu``."""
-    mod = SimulatedTorchNpu("torch_npu", "Simulated torch_npu (ascend_ops.simulator); tensors live on the CPU.")
+    mod: Any = SimulatedTorchNpu("torch_npu", "Simulated torch_npu (ascend_ops.simulator); tensors live on the CPU.")
     mod.__version__ = TORCH_NPU_VERSION
     mod.__simulated__ = True
     # importlib.util.find_spec("torch_npu") (accelerate, transformers) raises on a module in

@@ -14,6 +14,7 @@ import importlib.machinery
 import threading
 import time
 import types
+from typing import Any
 
 import torch
 
@@ -341,7 +342,7 @@ _FUNCTIONS = (
 
 def build_namespace() -> types.ModuleType:
     """The ``torch.npu`` module object of the simulator."""
-    ns = types.ModuleType("torch.npu", "Simulated torch.npu (ascend_ops.simulator); see docs/simulated-npu.md.")
+    ns: Any = types.ModuleType("torch.npu", "Simulated torch.npu (ascend_ops.simulator); see docs/simulated-npu.md.")
     for fn in _FUNCTIONS:
         setattr(ns, fn.__name__, _api(fn))
     ns.Stream, ns.Event, ns.ExternalEvent = Stream, Event, ExternalEvent

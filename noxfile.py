@@ -13,6 +13,7 @@ Sessions
                      (portable ``ascend_ops._C``), ``twine check`` them, then ``tests/release``:
                      fresh venvs installing from that folder only (docs/releasing.md).
     lint             ruff over the repo (pyproject's [tool.ruff]: E501 at 120 columns).
+    hygiene          tests/hygiene (SPDX headers, scripts/spdx.py); not a default session yet.
     typecheck        mypy over every package's src/ at the strictness stated in pyproject's
                      [tool.mypy] (default strictness, check_untyped_defs off; about a minute).
     demo             README command (a): serve SmolLM2 in emulation and ask it a question.
@@ -279,6 +280,14 @@ def lint(session: nox.Session) -> None:
     _require_prepared_venv(session)
     session.run(str(VENV_PY), "-m", "ruff", "check", str(ROOT), *session.posargs,
                 external=True)
+
+
+@nox.session(venv_backend="none")
+def hygiene(session: nox.Session) -> None:
+    """Repository hygiene checks (``tests/hygiene``): the SPDX header on every source."""
+    _require_prepared_venv(session)
+    session.run(str(VENV_PY), "-m", "pytest", str(ROOT / "tests" / "hygiene"), "-p",
+                "no:cacheprovider", "-q", *session.posargs, external=True)
 
 
 @nox.session(venv_backend="none")

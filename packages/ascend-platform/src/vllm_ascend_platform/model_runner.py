@@ -76,8 +76,22 @@ class NPUModelRunner(GPUModelRunner):
             self._device_holding = DeviceHolding(self)
         with patched("device-stream-api"):
             super().__init__(vllm_config, device)
+        if self.speculative_config is not None and hasattr(self, "rejection_sampler"):
+            self.rejection_sampler = self._ascend_rejection_sampler()
         if self.emulated:
             self._collapse_device_buffers()
+
+    def _ascend_rejection_sampler(self) -> nn.Module:
+        """Speculative decoding: replace vLLM's Triton RejectionSampler with the one the models
+        layer publishes (role ``rejection_sampler``, same constructor and call; docs/spec-decode.md).
+
+        Raises:
+            MissingLayerError: no installed layer provides it (start-up, naming the fix).
+        """
+        from vllm_ascend_platform import contract
+
+        cls = contract.resolve_role("rejection_sampler", "speculative decoding (speculative_config)")
+        return cls(self.sampler, self.speculative_config, self.device)
 
     # ---- emulation: one memory ------------------------------------------------------------
     def _collapse_device_buffers(self) -> None:

@@ -66,6 +66,19 @@ def test_out_of_range_layer_is_named_with_its_range_and_the_fix(monkeypatch):
     )
 
 
+def test_message_is_the_documented_one(monkeypatch):
+    # docs/architecture.md, "The layer contract", quotes the message for vLLM 0.33.0 with the
+    # comm layer alone installed; the code must produce exactly that text
+    from pathlib import Path
+
+    doc = (Path(version_check.__file__).parents[4] / "docs" / "architecture.md").read_text()
+    start = doc.index("`vLLM 0.33.0 is installed")
+    quoted = " ".join(doc[start + 1:doc.index("`", start + 1)].split())
+    _with_layers(monkeypatch, {**_desc("comm", ">=0.32,<0.33"), "version": "0.1.0"})
+    monkeypatch.setattr(version_check, "_installed_version", lambda dist: "0.1.0")
+    assert version_check.vllm_version_problem("0.33.0") == quoted
+
+
 def test_layers_without_a_common_vllm_say_so(monkeypatch):
     _with_layers(monkeypatch, _desc("seventh", ">=0.34,<0.35"))
     msg = version_check.vllm_version_problem("0.32.0")

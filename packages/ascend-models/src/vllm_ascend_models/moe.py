@@ -77,6 +77,10 @@ def _method_class():
                 scoring_func=None,
                 activation=moe.activation.value,
             )
+            if moe.is_lora_enabled:  # before vLLM's LoRA manager wraps the layers
+                from vllm_ascend_models.lora.moe_experts import install_expert_lora
+
+                install_expert_lora()
 
         @property
         def is_monolithic(self) -> bool:
@@ -139,7 +143,17 @@ def ascend_moe_forward(layer, x: torch.Tensor, router_logits: torch.Tensor) -> t
     w13 = layer.w13_weight.transpose(1, 2)  # [E, H, 2I]
     w2 = layer.w2_weight.transpose(1, 2)  # [E, I, H]
     h = ascend_ops.grouped_matmul(expanded_x, w13, counts)
-    y = ascend_ops.grouped_matmul(ascend_ops.swiglu(h), w2, counts)
+    lora = layer.__dict__.get("_ascend_expert_lora")  # set by AscendFusedMoEWithLoRA
+    if lora is None:
+        y = ascend_ops.grouped_matmul(ascend_ops.swiglu(h), w2, counts)
+        return ascend_ops.moe_finalize_routing(y, weights.to(y.dtype), row_idx, ids)
+    from vllm_ascend_models.lora import moe_experts
+
+    slots = moe_experts.expert_lora_slots(lora, row_idx, expanded_ids, x.shape[0], num_local)
+    moe_experts.add_expert_lora_w13(lora, h, expanded_x, slots)
+    act = ascend_ops.swiglu(h)
+    y = ascend_ops.grouped_matmul(act, w2, counts)
+    moe_experts.add_expert_lora_w2(lora, y, act, slots)
     return ascend_ops.moe_finalize_routing(y, weights.to(y.dtype), row_idx, ids)
 
 

@@ -115,6 +115,16 @@ register_patch(Patch(
     apply=_owner, scope="owner", when="graph layer, configuring the execution mode",
 ))
 register_patch(Patch(
+    name="lora-moe-monolithic",
+    target="vllm.lora.utils:_all_lora_classes",
+    vllm_versions=VLLM_032,
+    why="vLLM's FusedMoEWithLoRA needs a modular fused-MoE kernel; the Ascend MoE method is "
+        "monolithic, so the models layer puts its own expert-LoRA class first (docs/lora.md)",
+    check=lambda classes: isinstance(classes, tuple),
+    apply=_owner, scope="owner",
+    when="models layer, the Ascend MoE method built with LoRA enabled",
+))
+register_patch(Patch(
     name="native-omp-wait-policy",
     target="os:environ",
     vllm_versions=VLLM_032,

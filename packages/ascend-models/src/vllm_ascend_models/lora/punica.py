@@ -60,6 +60,11 @@ class PunicaWrapperNPU(PunicaWrapperBase):
     def _token_idx(self, rows: int) -> torch.Tensor:
         return self._token_lora_indices[:rows]
 
+    def token_lora_indices_for(self, rows: int) -> torch.Tensor:
+        """Adapter slot per token for the first ``rows`` tokens (device view, -1 = none); read
+        by the MoE expert LoRA (``moe_experts.py``)."""
+        return self._token_lora_indices[:rows]
+
     def _use_segments(self, rows: int) -> bool:
         # SGMV pays off when tokens share adapters in long runs (prefill); its metadata (segment
         # count, token total) are host values of this step, so only in eager execution.

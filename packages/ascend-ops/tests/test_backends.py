@@ -61,3 +61,16 @@ def test_cpu_with_native_module(monkeypatch):
     got = {fb.family: fb.backend for fb in backends.kernel_backends("cpu")}
     assert got == {f: ("native" if native else "reference") for f, native in backends.FAMILIES.items()}
     assert backends.native_problem() is None
+
+
+def test_simulated_npu_runs_the_npu_branch_even_without_native_module(simulated_npu, no_native):
+    """Simulated NPU (docs/simulated-npu.md): every family reports the torch_npu branch, and a
+    missing ``_C`` is no error there because no CPU kernel is used."""
+    report = backends.kernel_backends("cpu")
+    assert {fb.backend for fb in report} == {"npu"}
+    assert all("simulated NPU" in fb.reason for fb in report)
+    x = torch.randn(2, 8)
+    gate, up = x.chunk(2, dim=-1)
+    ascend_ops.reset_call_counts()
+    torch.testing.assert_close(ascend_ops.swiglu(x), torch.nn.functional.silu(gate) * up)
+    assert ascend_ops.call_counts(per_backend=True) == {("swiglu", "npu"): 1}

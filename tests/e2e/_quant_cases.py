@@ -1,12 +1,27 @@
-"""Shared body of the msModelSlim e2e modules (test_quant_*.py): serve a checkpoint, judge the
-greedy tokens against the float64 oracle (quant_oracle.py) teacher-forced."""
+"""Shared body of the msModelSlim e2e modules (test_quant_*.py, test_simulated_npu_quant.py):
+serve a checkpoint once per module, judge its greedy tokens against the independent oracle
+(quant_oracle.py) and the float model, and build broken copies of a checkpoint.
+
+The accuracy bars are the ones the quantization feature is specified with:
+
+* greedy parity with a float64 oracle (the checkpoint's int8 arithmetic in float64, the rest of
+  the model in float64): every one of the 8 prompts gives the same 32 greedy tokens, or its first
+  difference is a near-tie, the oracle's top-1 and our token within 1e-3 nats (``greedy_parity``);
+* W8A8_DYNAMIC only: teacher-forced top-1 agreement with the float model >= 0.9
+  (``float_top1_agreement``, exact top-1: no tolerance).
+"""
 
 from __future__ import annotations
 
-NEW = 16  # tokens per prompt
-N_PROMPTS = 6
-ENGINE = dict(quantization="ascend", max_model_len=512, max_num_batched_tokens=512,
-              max_num_seqs=8, enforce_eager=True, gpu_memory_utilization=0.5, seed=0)
+import json
+import os
+from dataclasses import dataclass, field
+
+NEW = 32  # tokens per prompt
+N_PROMPTS = 8
+NEAR_TIE = 1e-3  # nats
+ENGINE = dict(max_model_len=512, max_num_batched_tokens=512, max_num_seqs=8, enforce_eager=True,
+              gpu_memory_utilization=0.5, seed=0)
 
 
 def generate(llm, prompts, n=NEW) -> list[list[int]]:
@@ -36,7 +51,7 @@ def first_token_logprobs(llm, tokenizer_path) -> tuple[list[int], dict[int, floa
 
 def assert_first_token_matches(float_path, quant_path, ids, ours: dict[int, float]) -> None:
     """Before any generated token feeds back, our log-probabilities equal the oracle's (float32
-    body) to 5e-3 nats (measured: 1e-4 for both schemes in emulation)."""
+    body, like the engine) to 5e-3 nats (measured: 1e-4 for both schemes in emulation)."""
     import torch
     from quant_oracle import load_oracle
 
@@ -47,12 +62,87 @@ def assert_first_token_matches(float_path, quant_path, ids, ours: dict[int, floa
         assert abs(val - float(lp[tok])) <= 5e-3, (tok, val, float(lp[tok]))
 
 
-def assert_oracle_agrees(float_path, quant_path, prompts, tokens, label, min_rate=0.95):
-    from quant_oracle import load_oracle, teacher_forced
+@dataclass
+class Parity:
+    identical: int = 0
+    near_ties: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
 
-    agreed, total, misses = teacher_forced(load_oracle(float_path, quant_path), prompts, tokens)
-    assert total == len(prompts) * NEW
-    assert agreed / total >= min_rate, (
-        f"{label}: {agreed}/{total} positions agree with the oracle:\n  " +
-        "\n  ".join(misses))
-    return agreed / total
+
+def greedy_parity(float_path, quant_path, prompts, tokens) -> Parity:
+    """Judge ``tokens`` (our greedy continuations of ``prompts``) by the float64 oracle.
+
+    Teacher-forced on our tokens, the oracle's argmax at each position is the token its own
+    greedy run would produce while the prefixes agree, so the first position where it differs
+    from ours is the first difference of the two greedy runs; there its log-probability gap
+    between its top-1 and our token decides near-tie (< :data:`NEAR_TIE`) or failure.
+    """
+    import torch
+    from quant_oracle import load_oracle
+
+    model = load_oracle(float_path, quant_path, dtype=torch.float64)
+    result = Parity()
+    with torch.inference_mode():
+        for k, (prompt, ours) in enumerate(zip(prompts, tokens, strict=True)):
+            assert len(ours) == NEW
+            logits = model(input_ids=torch.tensor([list(prompt) + list(ours)]),
+                           use_cache=False).logits[0]
+            lp = torch.log_softmax(logits[len(prompt) - 1: len(prompt) - 1 + NEW], -1)
+            diff = [i for i in range(NEW) if int(lp[i].argmax()) != ours[i]]
+            if not diff:
+                result.identical += 1
+                continue
+            i = diff[0]
+            gap = float(lp[i].max() - lp[i, ours[i]])
+            line = (f"prompt {k} pos {i}: ours {ours[i]}, oracle {int(lp[i].argmax())}, "
+                    f"gap {gap:.4f} nats")
+            (result.near_ties if gap < NEAR_TIE else result.failures).append(line)
+    return result
+
+
+def assert_greedy_parity(float_path, quant_path, prompts, tokens, label) -> None:
+    r = greedy_parity(float_path, quant_path, prompts, tokens)
+    assert not r.failures, (
+        f"{label}: {r.identical}/{len(prompts)} identical over {NEW} tokens, "
+        f"{len(r.near_ties)} near-ties; first differences beyond {NEAR_TIE} nats:\n  "
+        + "\n  ".join(r.failures))
+
+
+def float_top1_agreement(float_path, prompts, tokens) -> float:
+    """Fraction of our tokens that are the float model's top-1, teacher-forced (HF float32)."""
+    from _sim_npu import teacher_forced
+
+    r = teacher_forced(float_path, prompts, tokens, tol=0.0)
+    assert r.total == len(prompts) * NEW
+    return r.rate
+
+
+def broken_copy(ckpt: str, dest, edit_description=None, drop=(), replace=None) -> str:
+    """A copy of msModelSlim checkpoint ``ckpt`` under ``dest`` with its description edited by
+    ``edit_description(dict)``, tensors ``drop`` removed and ``replace`` (name -> tensor) swapped
+    in; untouched files are symlinked."""
+    from safetensors.torch import load_file, save_file
+
+    os.makedirs(dest, exist_ok=True)
+    for f in os.listdir(ckpt):
+        src, dst = os.path.join(ckpt, f), os.path.join(dest, f)
+        if f == "quant_model_description.json" and edit_description is not None:
+            desc = json.loads(open(src).read())
+            edit_description(desc)
+            with open(dst, "w") as out:
+                json.dump(desc, out)
+        elif f.endswith(".safetensors") and (drop or replace):
+            tensors = load_file(src)
+            hit = set(tensors) & (set(drop) | set(replace or {}))
+            if not hit:
+                os.symlink(src, dst)
+                continue
+            for name in drop:
+                tensors.pop(name, None)
+            for name, t in (replace or {}).items():
+                if name in tensors:
+                    tensors[name] = t
+            save_file(tensors, dst, metadata={"format": "pt"})
+        elif not os.path.exists(dst):
+            os.symlink(src, dst)
+    return str(dest)

@@ -1,4 +1,5 @@
-"""Out-of-tree CustomOp registration for activation and rotary embedding."""
+"""Out-of-tree CustomOp / PluggableLayer registration: activation, rotary embedding and the
+dense linear layers (prepacked host GEMMs, ``vllm_ascend_models.linear``)."""
 
 from __future__ import annotations
 
@@ -12,15 +13,18 @@ so ``+silu_and_mul`` / ``-rotary_embedding`` directives apply to ours exactly as
 
 
 def oot_replacements() -> list[tuple[type, type]]:
-    """(upstream vLLM class, our subclass) for every CustomOp we register out of tree."""
+    """(upstream vLLM class, our subclass) for every CustomOp / PluggableLayer we register out of
+    tree."""
     from vllm.model_executor.layers.activation import SiluAndMul
 
     from vllm_ascend_models.layers.activation import AscendSiluAndMul
     from vllm_ascend_models.layers.rotary_embedding import ASCEND_ROPE_CLASSES, upstream_class
+    from vllm_ascend_models.linear import LINEAR_REPLACEMENTS
 
     pairs: list[tuple[type, type]] = [(SiluAndMul, AscendSiluAndMul)]
     for class_name, ascend_cls in ASCEND_ROPE_CLASSES.items():
         pairs.append((upstream_class(class_name), ascend_cls))
+    pairs.extend(LINEAR_REPLACEMENTS)
     return pairs
 
 

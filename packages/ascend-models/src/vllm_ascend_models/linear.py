@@ -1,0 +1,129 @@
+"""Prepacked dense linears on the host: vLLM's unquantized linear / LM-head methods with the
+GEMM routed to ``ascend_ops.linear`` and the weight packed once, right after loading.
+
+vLLM 0.32 packs linear weights only on its own CPU platform (``vllm/model_executor/layers/
+utils.py``, ``dispatch_cpu_unquantized_gemm``); on any other platform ``UnquantizedLinearMethod``
+calls plain ``torch.nn.functional.linear``. Our linear layer classes (PluggableLayer OOT
+replacements of vLLM's ``ReplicatedLinear``, ``ColumnParallelLinear``,
+``MergedColumnParallelLinear``, ``QKVParallelLinear``, ``RowParallelLinear`` and
+``ParallelLMHead``, registered by :func:`vllm_ascend_models.register`) build exactly as vLLM's,
+then give an unquantized layer :class:`PackedLinearMethod` / :class:`PackedLMHeadMethod`. After
+the weights load, ``process_weights_after_loading`` asks ``ascend_ops.pack_linear_weight`` for a
+handle: on host tensors with the native backend (CPU emulation) that is an MKL / oneDNN copy kept
+inside ascend_ops; anywhere else (NPU, simulated NPU) it is -1 and ``apply`` is vLLM's own.
+``layer.weight`` stays the plain [N, K] tensor (LoRA, sleep mode and weight reloads use it;
+ascend_ops rebuilds a pack whose weight was rewritten).
+"""
+
+from __future__ import annotations
+
+import torch
+from vllm.model_executor.layers.linear import (
+    ColumnParallelLinear,
+    MergedColumnParallelLinear,
+    QKVParallelLinear,
+    ReplicatedLinear,
+    RowParallelLinear,
+    UnquantizedLinearMethod,
+)
+from vllm.model_executor.layers.vocab_parallel_embedding import (
+    ParallelLMHead,
+    UnquantizedEmbeddingMethod,
+)
+
+import ascend_ops
+
+NO_PACK = -1
+
+
+def _pack(layer: torch.nn.Module) -> None:
+    weight = getattr(layer, "weight", None)
+    ok = isinstance(weight, torch.Tensor) and weight.dim() == 2 and not weight.is_meta
+    layer.ascend_linear_handle = ascend_ops.pack_linear_weight(weight) if ok else NO_PACK
+
+
+class PackedLinearMethod(UnquantizedLinearMethod):
+    """vLLM's ``UnquantizedLinearMethod``; with a pack (``layer.ascend_linear_handle`` >= 0)
+    ``apply`` runs ``ascend_ops.linear`` on it: x [..., K] -> [..., N] in the weight's dtype."""
+
+    def process_weights_after_loading(self, layer: torch.nn.Module) -> None:
+        super().process_weights_after_loading(layer)
+        _pack(layer)
+
+    def apply(self, layer: torch.nn.Module, x: torch.Tensor,
+              bias: torch.Tensor | None = None) -> torch.Tensor:
+        handle = getattr(layer, "ascend_linear_handle", NO_PACK)
+        if handle == NO_PACK:
+            return super().apply(layer, x, bias)
+        return ascend_ops.linear(x, layer.weight, bias, handle)
+
+
+class PackedLMHeadMethod(UnquantizedEmbeddingMethod):
+    """vLLM's ``UnquantizedEmbeddingMethod`` (the LM head's); with a pack the logits projection
+    runs ``ascend_ops.linear``; ``embedding`` (tied input embeddings) is unchanged."""
+
+    def process_weights_after_loading(self, layer: torch.nn.Module) -> None:
+        super().process_weights_after_loading(layer)
+        _pack(layer)
+
+    def apply(self, layer: torch.nn.Module, x: torch.Tensor,
+              bias: torch.Tensor | None = None) -> torch.Tensor:
+        handle = getattr(layer, "ascend_linear_handle", NO_PACK)
+        if handle == NO_PACK:
+            return super().apply(layer, x, bias)
+        return ascend_ops.linear(x, layer.weight, bias, handle)
+
+
+def _swap(layer: torch.nn.Module, plain: type, packed: type) -> None:
+    method = getattr(layer, "quant_method", None)
+    if type(method) is plain:  # exactly vLLM's: quantized and subclassed methods are left alone
+        new = packed.__new__(packed)
+        new.__dict__.update(method.__dict__)
+        layer.quant_method = new
+
+
+class AscendReplicatedLinear(ReplicatedLinear):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        _swap(self, UnquantizedLinearMethod, PackedLinearMethod)
+
+
+class AscendColumnParallelLinear(ColumnParallelLinear):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        _swap(self, UnquantizedLinearMethod, PackedLinearMethod)
+
+
+class AscendMergedColumnParallelLinear(MergedColumnParallelLinear):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        _swap(self, UnquantizedLinearMethod, PackedLinearMethod)
+
+
+class AscendQKVParallelLinear(QKVParallelLinear):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        _swap(self, UnquantizedLinearMethod, PackedLinearMethod)
+
+
+class AscendRowParallelLinear(RowParallelLinear):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        _swap(self, UnquantizedLinearMethod, PackedLinearMethod)
+
+
+class AscendParallelLMHead(ParallelLMHead):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        _swap(self, UnquantizedEmbeddingMethod, PackedLMHeadMethod)
+
+
+#: (vLLM class, our OOT replacement) for the dense linear layers
+LINEAR_REPLACEMENTS: tuple[tuple[type, type], ...] = (
+    (ReplicatedLinear, AscendReplicatedLinear),
+    (ColumnParallelLinear, AscendColumnParallelLinear),
+    (MergedColumnParallelLinear, AscendMergedColumnParallelLinear),
+    (QKVParallelLinear, AscendQKVParallelLinear),
+    (RowParallelLinear, AscendRowParallelLinear),
+    (ParallelLMHead, AscendParallelLMHead),
+)

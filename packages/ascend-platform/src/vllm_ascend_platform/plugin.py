@@ -287,6 +287,7 @@ def startup_check(vllm_config: Any) -> Any:
     from vllm_ascend_platform import envs, kernel_report, patches
     from vllm_ascend_platform.config import init_ascend_config
     from vllm_ascend_platform.features import check_features
+    from vllm_ascend_platform.spec_decode_config import check_speculative_config
 
     problems = list(_state.problems)
     version_problem = version_check.vllm_version_problem()
@@ -304,6 +305,7 @@ def startup_check(vllm_config: Any) -> Any:
         raise AscendStartupError("vllm-ascend cannot start:\n- " + "\n- ".join(problems))
     ascend_config = init_ascend_config(vllm_config)
     check_features(vllm_config, ascend_config)
+    check_speculative_config(vllm_config)
     return ascend_config
 
 

@@ -146,3 +146,15 @@ def broken_copy(ckpt: str, dest, edit_description=None, drop=(), replace=None) -
         elif not os.path.exists(dst):
             os.symlink(src, dst)
     return str(dest)
+
+
+def assert_oracle_agrees(float_path, quant_path, prompts, tokens, label, min_rate=0.95):
+    """Teacher-forced agreement with the oracle (float32 body) within its float32 rounding band
+    (quant_oracle.teacher_forced): the simulated-NPU tier's check that the NPU branch computes
+    the scheme, in bfloat16/float16 where the float64 bar above is out of reach."""
+    from quant_oracle import load_oracle, teacher_forced
+
+    agreed, total, misses = teacher_forced(load_oracle(float_path, quant_path), prompts, tokens)
+    assert total == sum(len(t) for t in tokens) and total > 0
+    assert agreed / total >= min_rate, (
+        f"{label}: {agreed}/{total} positions agree with the oracle:\n  " + "\n  ".join(misses))

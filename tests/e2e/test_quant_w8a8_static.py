@@ -1,25 +1,24 @@
-"""msModelSlim W8A8 (static) SmolLM2 served in CPU emulation with ``quantization="ascend"``.
+"""msModelSlim W8A8 (static) SmolLM2 served in CPU emulation with ``quantization="ascend"`` named
+explicitly (the detection path is test_quant_w8a8_dynamic.py).
 
 The checkpoint quantizes q/k/v/o/gate/up with per-tensor asymmetric activations (calibrated
 ``input_scale`` / ``input_offset``) and keeps ``down_proj`` in float (quant_checkpoints.py); its
-``deq_scale`` is int64 (float32 bits, the source model is float32). Checks: the static int8 ops
-ran on exactly the quantized layers; greedy tokens agree teacher-forced with the independent
-oracle (quant_oracle.py) at >= 95 % of positions (measured 0.906: xfail, see the test); a
-description whose fused parts disagree (q_proj W8A8, k_proj FLOAT) is refused at start-up
-naming both tensors.
+``deq_scale`` is int64 (float32 bits, the source model is float32). One engine for the module.
+Checks: the static int8 ops ran on exactly the quantized layers; the first token's
+log-probabilities equal the oracle's; greedy parity with the float64 oracle (the feature's bar,
+_quant_cases.py; measured short of it: xfail with the numbers); a description whose fused parts
+disagree (q_proj W8A8, k_proj FLOAT) is refused at start-up naming both tensors.
 """
 
 from __future__ import annotations
-
-import json
-import os
 
 import pytest
 from _quant_cases import (
     ENGINE,
     N_PROMPTS,
     assert_first_token_matches,
-    assert_oracle_agrees,
+    assert_greedy_parity,
+    broken_copy,
     first_token_logprobs,
     generate,
 )
@@ -37,7 +36,7 @@ def served(ckpt, prompt_ids, model_path):
     from engine import close_llm
     from vllm import LLM
 
-    llm = LLM(model=ckpt, dtype="float32", **ENGINE)
+    llm = LLM(model=ckpt, dtype="float32", quantization="ascend", **ENGINE)
     try:
         ascend_ops.reset_call_counts()
         tokens = generate(llm, prompt_ids[:N_PROMPTS])
@@ -62,25 +61,21 @@ def test_first_token_logprobs_equal_the_oracle(served, ckpt, model_path):
 
 
 @pytest.mark.xfail(strict=False, reason=(
-    "not demonstrated yet: measured 87/96 = 0.906 (need 0.95); the oracle's own top-1 moves by "
-    "up to 0.65 nats under 1e-7 input noise on these positions (prompt 2 pos 1: 8 perturbed "
-    "runs), so the judge cannot yet tell float32 rounding from an error here; before any "
-    "feedback the engine equals the oracle (test_first_token_logprobs_equal_the_oracle)"))
-def test_tokens_match_the_oracle(served, ckpt, model_path, prompt_ids):
+    "measured on this checkpoint: 0/8 prompts identical over 32 tokens, first differences "
+    "0.16-1.3 nats from the float64 oracle's top-1 (not near-ties); against the same oracle "
+    "with a float32 body 1/8. Static per-tensor int8 steps are coarse (one scale for all "
+    "tokens), so a float32-vs-float64 rounding difference moves a value by a whole step; the "
+    "first-token test shows the scheme is computed as the oracle does before any feedback"))
+def test_greedy_parity_with_the_float64_oracle(served, ckpt, model_path, prompt_ids):
     tokens, _, _ = served
-    assert_oracle_agrees(model_path, ckpt, prompt_ids[:N_PROMPTS], tokens, "W8A8")
+    assert_greedy_parity(model_path, ckpt, prompt_ids[:N_PROMPTS], tokens,
+                         "W8A8 static (emulation, float32)")
 
 
 def test_fused_parts_with_different_schemes_refused(ckpt, tmp_path):
     from vllm import LLM
 
-    bad = tmp_path / "mixed"
-    bad.mkdir()
-    for f in os.listdir(ckpt):
-        if f != "quant_model_description.json":
-            os.symlink(os.path.join(ckpt, f), bad / f)
-    desc = json.loads(open(os.path.join(ckpt, "quant_model_description.json")).read())
-    desc["model.layers.2.self_attn.k_proj.weight"] = "FLOAT"
-    (bad / "quant_model_description.json").write_text(json.dumps(desc))
+    bad = broken_copy(ckpt, tmp_path / "mixed", edit_description=lambda d: d.update(
+        {"model.layers.2.self_attn.k_proj.weight": "FLOAT"}))
     with pytest.raises(Exception, match=r"qkv_proj.*different quantization schemes.*k_proj\.weight: FLOAT"):
-        LLM(model=str(bad), dtype="float32", **ENGINE)
+        LLM(model=bad, dtype="float32", quantization="ascend", **ENGINE)

@@ -19,7 +19,7 @@ ARG_PROBES: dict[str, list[str]] = {
     "ec_transfer_config": ["--ec-transfer-config",
                            json.dumps({"ec_connector": "ECExampleConnector", "ec_role": "ec_both"})],
     "prefill_context_parallel_size": ["--prefill-context-parallel-size", "2"],
-    "decode_context_parallel_size": ["-tp", "3", "--decode-context-parallel-size", "3"],
+    "decode_context_parallel_size": ["-tp", "9", "--decode-context-parallel-size", "3"],
     "dcp_comm_backend": ["--dcp-comm-backend", "a2a"],
     "dcp_q_replicate": ["--dcp-q-replicate"],
     "dcp_kv_cache_interleave_size": ["--dcp-kv-cache-interleave-size", "2"],

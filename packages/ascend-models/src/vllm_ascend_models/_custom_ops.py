@@ -4,6 +4,7 @@ dense linear layers (prepacked host GEMMs, ``vllm_ascend_models.linear``)."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 logger = logging.getLogger("vllm.ascend.models")
 
@@ -12,7 +13,7 @@ OOT_OP_NAMES = ("silu_and_mul", "rotary_embedding")
 so ``+silu_and_mul`` / ``-rotary_embedding`` directives apply to ours exactly as to vLLM's."""
 
 
-def oot_replacements() -> list[tuple[type, type]]:
+def oot_replacements() -> list[tuple[Any, Any]]:
     """(upstream vLLM class, our subclass) for every CustomOp / PluggableLayer we register out of
     tree."""
     from vllm.model_executor.layers.activation import SiluAndMul
@@ -21,7 +22,7 @@ def oot_replacements() -> list[tuple[type, type]]:
     from vllm_ascend_models.layers.rotary_embedding import ASCEND_ROPE_CLASSES, upstream_class
     from vllm_ascend_models.linear import LINEAR_REPLACEMENTS
 
-    pairs: list[tuple[type, type]] = [(SiluAndMul, AscendSiluAndMul)]
+    pairs: list[tuple[Any, Any]] = [(SiluAndMul, AscendSiluAndMul)]
     for class_name, ascend_cls in ASCEND_ROPE_CLASSES.items():
         pairs.append((upstream_class(class_name), ascend_cls))
     pairs.extend(LINEAR_REPLACEMENTS)

@@ -17,6 +17,9 @@ ascend_ops rebuilds a pack whose weight was rewritten).
 
 from __future__ import annotations
 
+from typing import Any
+
+import ascend_ops
 import torch
 from vllm.model_executor.layers.linear import (
     ColumnParallelLinear,
@@ -30,8 +33,6 @@ from vllm.model_executor.layers.vocab_parallel_embedding import (
     ParallelLMHead,
     UnquantizedEmbeddingMethod,
 )
-
-import ascend_ops
 
 NO_PACK = -1
 
@@ -74,7 +75,7 @@ class PackedLMHeadMethod(UnquantizedEmbeddingMethod):
         return ascend_ops.linear(x, layer.weight, bias, handle)
 
 
-def _swap(layer: torch.nn.Module, plain: type, packed: type) -> None:
+def _swap(layer: torch.nn.Module, plain: type, packed: Any) -> None:
     method = getattr(layer, "quant_method", None)
     if type(method) is plain:  # exactly vLLM's: quantized and subclassed methods are left alone
         new = packed.__new__(packed)

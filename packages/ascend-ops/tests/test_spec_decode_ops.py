@@ -22,7 +22,9 @@ def _run(pb):
 
 
 def _backends():
-    names = ["reference"]
+    # the NPU branch is aten ops only (no torch_npu operator), so forcing it runs it on CPU
+    # tensors too; test_simulator_spec_decode.py runs it over the simulated NPU
+    names = ["reference", "npu"]
     if ascend_ops.native_available():
         names.append("native")
     return names

@@ -139,3 +139,18 @@ def test_float_checkpoint_with_ascend_refused(tmp_path):
     with pytest.raises(ValueError, match=r"has no quant_model_description\.json.*float "
                                          r"checkpoint.*msModelSlim"):
         AscendQuantConfig().maybe_update_config(str(tmp_path))
+
+
+@pytest.mark.parametrize("scheme", ["W8A8", "W8A8_DYNAMIC"])
+def test_scales_stay_float32_under_a_half_default_dtype(tp_group, base_vllm_config, scheme):
+    # vLLM builds the model with the model dtype as torch's default; npu_quant_matmul takes
+    # float32 scales (the simulator enforces it), so they must not follow that default
+    saved = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)
+    try:
+        layer = _qkv(_config(scheme), base_vllm_config)
+    finally:
+        torch.set_default_dtype(saved)
+    _load(layer, _parts(scheme))
+    scales = ("deq_scale",) if scheme == "W8A8" else ("weight_scale",)
+    assert all(getattr(layer, n).dtype == torch.float32 for n in scales)

@@ -73,7 +73,9 @@ _MAT = lambda rows, cols: (rows, cols)  # noqa: E731  int8 weight [out, in]
 
 class _AscendInt8Linear(LinearMethodBase):
     """Shared int8 weight handling of both schemes; ``parts`` are the checkpoint module names
-    fused into the layer (``["q_proj", "k_proj", "v_proj"]`` for ``qkv_proj``)."""
+    fused into the layer (``["q_proj", "k_proj", "v_proj"]`` for ``qkv_proj``). Scales are
+    created float32 explicitly: vLLM builds the model under the model dtype as torch's default
+    (bfloat16 / float16), and ``npu_quant_matmul`` takes float32 scales."""
 
     SPEC: dict = {}
 
@@ -114,9 +116,11 @@ class AscendW8A8LinearMethod(_AscendInt8Linear):
         n_parts = len(output_partition_sizes)
         for name in ("input_scale", "input_offset"):
             layer.register_parameter(name, PerTensorScaleParameter(
-                data=torch.zeros(n_parts), weight_loader=checks.wrap(name, loader)))
+                data=torch.zeros(n_parts, dtype=torch.float32),
+                weight_loader=checks.wrap(name, loader)))
         layer.register_parameter("deq_scale", DeqScaleParameter(
-            data=torch.zeros(out), output_dim=0, weight_loader=checks.wrap("deq_scale", loader)))
+            data=torch.zeros(out, dtype=torch.float32), output_dim=0,
+            weight_loader=checks.wrap("deq_scale", loader)))
         layer.register_parameter("quant_bias", ChannelQuantScaleParameter(
             data=torch.zeros(out, dtype=torch.int32), output_dim=0,
             weight_loader=checks.wrap("quant_bias", loader)))
@@ -170,7 +174,8 @@ class AscendW8A8DynamicLinearMethod(_AscendInt8Linear):
         self._weight(layer, input_size_per_partition, output_partition_sizes, checks, loader)
         for name in ("weight_scale", "weight_offset"):
             layer.register_parameter(name, ChannelQuantScaleParameter(
-                data=torch.zeros(out, 1), output_dim=0, weight_loader=checks.wrap(name, loader)))
+                data=torch.zeros(out, 1, dtype=torch.float32), output_dim=0,
+                weight_loader=checks.wrap(name, loader)))
 
     def process_weights_after_loading(self, layer) -> None:
         self._finish_weight(layer)

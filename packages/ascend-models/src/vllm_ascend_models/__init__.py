@@ -38,6 +38,8 @@ LAYER: dict = {
         "ir_kernels": "vllm_ascend_models.ir_kernels.register_ir_kernels",
         "ir_op_priority": "vllm_ascend_models.default_ir_op_priority",
         "punica_wrapper": "vllm_ascend_models.lora.punica.PunicaWrapperNPU",  # docs/lora.md
+        # docs/spec-decode.md
+        "rejection_sampler": "vllm_ascend_models.spec_decode.rejection_sampler.AscendRejectionSampler",
     },
     # the MoE runner and model overrides may import the attention layer
     "after": ("attention",),

@@ -83,7 +83,10 @@ def run(sampler_cls, case: dict, draws: int = 3) -> dict:
     md, draft_probs, logits, sm = build(case)
     result = {"tokens": [], "logprobs": []}
     for _ in range(draws):
-        out = rs(md, draft_probs, logits.clone(), sm)
+        # vLLM torch.compiles its logprob counting; eager gives the same counts without
+        # paying an Inductor compile in each process
+        with torch.compiler.set_stance("force_eager"):
+            out = rs(md, draft_probs, logits.clone(), sm)
         result["tokens"].append(out.sampled_token_ids.clone())
         lp = out.logprobs_tensors
         result["logprobs"].append(None if lp is None else (lp.logprob_token_ids.clone(),

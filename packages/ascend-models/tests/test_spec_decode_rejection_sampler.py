@@ -74,3 +74,31 @@ def test_synthetic_rejection_is_refused():
     cfg = SimpleNamespace(rejection_sample_method="synthetic", synthetic_acceptance_rates=[0.5])
     with pytest.raises(ValueError, match="rejection_sample_method='synthetic' is not supported"):
         AscendRejectionSampler(Sampler(), cfg)
+
+
+@pytest.fixture
+def simulated_npu():
+    from ascend_ops import simulator
+
+    try:
+        module = simulator.install(capacity_bytes=1 << 30, device_count=1)
+    except simulator.SimulatedNpuError as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
+    try:
+        yield module
+    finally:
+        simulator.uninstall()
+
+
+@pytest.mark.parametrize("name", ["mixed_draft_probs", "random_ngram_topk_topp"])
+def test_npu_branch_matches_vllm_on_the_simulated_npu(vllm_results, simulated_npu, name):
+    from vllm_ascend_models.spec_decode.rejection_sampler import AscendRejectionSampler
+
+    ascend_ops.reset_call_counts()
+    ours = run(AscendRejectionSampler, CASES[name])
+    for got, exp in zip(ours["tokens"], vllm_results[name]["tokens"], strict=True):
+        assert torch.equal(got, exp), (got, exp)
+    assert set(ascend_ops.call_counts(per_backend=True)) == {
+        ("rejection_sample", "npu"), ("sample_recovered_tokens", "npu")}

@@ -3,8 +3,8 @@
 torch-npu 2.13.0 publishes no rejection-sampling operator (its schemas,
 ``npu_native_functions_by_codegen.yaml``, have ``npu_top_k_top_p(_sample)`` for filtering and
 sampling but nothing that verifies drafts), so the branch is composed of aten ops that run on the
-device: one ``[B, max_spec_len + 1]`` grid per call, gathers, a cumulative product for "accepted
-so far" and ``where`` selects -- no loop per request, no host read (``.item()``/``.tolist()``),
+device: one ``[B, max_spec_len + 1]`` grid per call, gathers, a row minimum for the first
+rejected position and ``where`` selects -- no loop per request, no host read (``.item()``/``.tolist()``),
 no data-dependent output shape, so it can be captured in a graph. Every shape comes from host
 ints (``N``, ``B``, ``V``, ``max_spec_len``). Arithmetic as ``ascend_ops.reference.spec_decode``
 (float32 ratio and residual, the ratio compared with the float64 uniform).
@@ -81,9 +81,10 @@ def rejection_sample(draft_token_ids, cu_num_draft_tokens, target_argmax, target
     else:
         accept, replacement = accept_greedy, argmax
 
-    # accepted prefix length: cells past a row's drafts count as accepted, then clip to counts
-    ok = (accept | ~valid).to(torch.int32)
-    num_accepted = torch.minimum(torch.cumprod(ok, dim=1).sum(1), counts).unsqueeze(1)
+    # accepted prefix length = the first rejected position (a min over the row, no scan), or
+    # the draft count when none is rejected (cells past a row's drafts never reject)
+    first_rejected = torch.where(accept | ~valid, width, pos).amin(dim=1)
+    num_accepted = torch.minimum(first_rejected, counts).unsqueeze(1)
     all_accepted = num_accepted == counts.unsqueeze(1)
     out = torch.where(pos < num_accepted, draft, PLACEHOLDER_TOKEN_ID)
     out = torch.where((pos == num_accepted) & ~all_accepted, replacement, out)

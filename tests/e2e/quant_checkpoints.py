@@ -66,12 +66,13 @@ def _site() -> str | None:
     return None
 
 
-def quantized(kind: str) -> str:
-    """Path of the cached msModelSlim checkpoint ``kind`` ("w8a8" or "w8a8-dynamic"), made now
-    when absent (about 1.5 min for W8A8_DYNAMIC, 10 min for the calibrated W8A8 on 2 cores)."""
+def quantized(kind: str, source: str | None = None, name: str = "SmolLM2-135M-Instruct") -> str:
+    """Path of the cached msModelSlim checkpoint ``kind`` ("w8a8" or "w8a8-dynamic") of
+    ``source`` (default: the SmolLM2 demo checkpoint) cached as ``name``, made now when absent
+    (SmolLM2: about 1.5 min for W8A8_DYNAMIC, 10 min for the calibrated W8A8 on 2 cores)."""
     from vllm_ascend import demo_model
 
-    out = demo_model.cache_root() / "quantized" / f"SmolLM2-135M-Instruct-{kind}-r{RECIPE_VERSION}"
+    out = demo_model.cache_root() / "quantized" / f"{name}-{kind}-r{RECIPE_VERSION}"
     if (out / "quant_model_description.json").exists():
         return str(out)
     site = _site()
@@ -81,11 +82,11 @@ def quantized(kind: str) -> str:
         if os.environ.get("CI") == "true":
             pytest.fail(msg)
         pytest.skip(msg)
-    src = demo_model.prepare()
+    src = source or demo_model.prepare()
     work = out.with_name(out.name + ".partial")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    cfg = work.parent / f"{kind}.yaml"
+    cfg = work.parent / f"{name}-{kind}.yaml"
     cfg.write_text(CONFIGS[kind])
     env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_WAIT_POLICY="PASSIVE")
     if site:
@@ -94,7 +95,7 @@ def quantized(kind: str) -> str:
            "sys.argv[0] = 'msmodelslim'; sys.exit(main())",
            "quant", "--model_path", str(src), "--save_path", str(work), "--device", "cpu",
            "--model_type", "default", "--config_path", str(cfg)]
-    log = work.parent / f"{kind}.log"
+    log = work.parent / f"{name}-{kind}.log"
     with open(log, "w") as f:
         rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, timeout=3600).returncode
     if rc != 0 or not (work / "quant_model_description.json").exists():

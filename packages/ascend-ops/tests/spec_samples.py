@@ -1,15 +1,15 @@
 """Speculative-decoding verification problems and an independent oracle of vLLM 0.32's rule.
 
 The oracle (``oracle``) is written from the documented rule in ``vllm/v1/sample/
-rejection_sampler.py`` with numpy float32 arithmetic (the kernels' precision), independently of
-``ascend_ops.reference.spec_decode`` (which computes in float64 and rounds).
+rejection_sampler.py`` with float32 tensor arithmetic (the kernels' precision) and plain Python
+scans, independently of ``ascend_ops.reference.spec_decode`` (which computes in float64 and
+rounds). No numpy: the ascend-ops standalone test environment has torch alone.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 PLACEHOLDER = -1
@@ -79,26 +79,34 @@ def make_problem(counts, vocab, dtype=torch.float32, *, draft_probs=True, greedy
         inv_q=noise, max_spec_len=max(counts) if max_spec_len is None else max_spec_len)
 
 
-def oracle(pb: Problem) -> tuple[np.ndarray, np.ndarray]:
-    """(recovered [N], output [B, S+1]) by the documented rule, numpy float32 arithmetic."""
-    p = pb.target_probs.float().numpy()
-    q = None if pb.draft_probs is None else pb.draft_probs.float().numpy()
-    noise = pb.inv_q.numpy()
-    draft = pb.draft.numpy().astype(np.int64)
-    ends = np.cumsum(pb.counts)
-    starts = ends - np.array(pb.counts)
-    rec = np.zeros(len(draft), np.int64)
+def _first_argmax(values: list[float]) -> int:
+    best, best_id = values[0], 0
+    for i, v in enumerate(values):
+        if v > best:
+            best, best_id = v, i
+    return best_id
+
+
+def oracle(pb: Problem) -> tuple[torch.Tensor, torch.Tensor]:
+    """(recovered [N] int64, output [B, S+1] int32) by the documented rule."""
+    p = pb.target_probs.float()
+    q = None if pb.draft_probs is None else pb.draft_probs.float()
+    draft = pb.draft.tolist()
+    ends = torch.tensor(pb.counts).cumsum(0).tolist()
+    starts = [e - c for e, c in zip(ends, pb.counts, strict=True)]
+    rec = torch.zeros(len(draft), dtype=torch.int64)
     for b, (s, e) in enumerate(zip(starts, ends, strict=True)):
         for t in range(s, e):
             if q is None:
-                res = p[t].copy()
+                res = p[t].clone()
                 if draft[t] >= 0:
-                    res[draft[t]] = np.float32(0)
+                    res[draft[t]] = 0.0
             else:
-                res = np.maximum(p[t] - q[t], np.float32(0))
-            score = (res * noise[b]) if noise.dtype == np.float32 else res.astype(np.float64) * noise[b]
-            rec[t] = int(np.argmax(score))
-    out = np.full((len(pb.counts), pb.max_spec_len + 1), PLACEHOLDER, np.int32)
+                res = torch.maximum(p[t] - q[t], torch.zeros(()))          # float32
+            score = res * pb.inv_q[b] if pb.inv_q.dtype == torch.float32 else \
+                res.double() * pb.inv_q[b]
+            rec[t] = _first_argmax(score.tolist())
+    out = torch.full((len(pb.counts), pb.max_spec_len + 1), PLACEHOLDER, dtype=torch.int32)
     for b, (s, e) in enumerate(zip(starts, ends, strict=True)):
         greedy = pb.is_greedy is None or bool(pb.is_greedy[b])
         if greedy and pb.target_argmax is None:
@@ -109,9 +117,12 @@ def oracle(pb: Problem) -> tuple[np.ndarray, np.ndarray]:
             if greedy:
                 ok, alt = d == int(pb.target_argmax[t]), int(pb.target_argmax[t])
             else:
-                qd = np.float32(1) if q is None else q[t, d] if d >= 0 else np.float32(0)
-                ok = d >= 0 and qd > 0 and float(np.float32(p[t, d]) / qd) >= float(pb.uniform[t])
-                alt = rec[t]
+                ok = False
+                if d >= 0:
+                    qd = torch.ones((), dtype=torch.float32) if q is None else q[t, d]
+                    ratio = p[t, d] / qd                                        # float32
+                    ok = bool(qd > 0) and float(ratio) >= float(pb.uniform[t])
+                alt = int(rec[t])
             if not ok:
                 out[b, j] = alt
                 break

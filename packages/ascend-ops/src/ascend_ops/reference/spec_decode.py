@@ -29,14 +29,14 @@ decides every comparison exactly as a float32 kernel does and the backends agree
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 PLACEHOLDER_TOKEN_ID = -1
 
 
 def _f32(x: float) -> float:
-    return float(np.float32(x))
+    """Round a float64 value to float32 (nearest even; overflow to inf)."""
+    return float(torch.tensor(x, dtype=torch.float64).to(torch.float32))
 
 
 def _spans(cu_num_draft_tokens: torch.Tensor) -> list[tuple[int, int]]:

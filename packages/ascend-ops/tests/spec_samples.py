@@ -54,8 +54,8 @@ def make_problem(counts, vocab, dtype=torch.float32, *, draft_probs=True, greedy
         is_greedy = None
     elif greedy == "none":
         is_greedy = torch.zeros(batch, dtype=torch.bool)
-    else:
-        is_greedy = torch.rand(batch, generator=g) < 0.5
+    else:  # alternate greedy and random rows (both kinds present once batch >= 2)
+        is_greedy = torch.arange(batch) % 2 == seed % 2
     uniform = torch.rand(n, dtype=torch.float64, generator=g)
     argmax = tp.argmax(-1)
     row_greedy = (torch.ones(batch, dtype=torch.bool) if is_greedy is None else is_greedy)

@@ -31,7 +31,7 @@ def _backends():
 
 @given(
     k=st.integers(1, 5),
-    counts_seed=st.lists(st.integers(0, 5), min_size=1, max_size=6),
+    counts_seed=st.lists(st.integers(0, 5), min_size=2, max_size=6),
     vocab=st.sampled_from([2, 3, 17, 64]),
     dtype=st.sampled_from(DTYPES),
     draft_probs=st.booleans(),
@@ -71,6 +71,20 @@ def test_backends_match_the_documented_rule(k, counts_seed, vocab, dtype, draft_
             assert row.tolist() == [first] + [-1] * pb.max_spec_len
         used = int((row != -1).sum())
         assert 1 <= used <= n + 1 and bool((row[used:] == -1).all())
+
+
+@pytest.mark.parametrize("draft_probs", [True, False], ids=["draft_probs", "ngram"])
+def test_mixed_batches_sweep(draft_probs):
+    # a fixed sweep next to the property test: mixed greedy/random rows, mixed draft counts
+    for seed in range(12):
+        pb = make_problem([3, 2, 4, 1, 0, 5], 23, DTYPES[seed % 3], draft_probs=draft_probs,
+                          seed=seed)
+        want_rec, want_out = oracle(pb)
+        for name in _backends():
+            with ascend_ops.use_backend(name):
+                rec, out = _run(pb)
+            assert torch.equal(rec.long(), want_rec), (name, seed)
+            assert torch.equal(out, want_out), (name, seed, out, want_out)
 
 
 @pytest.mark.parametrize("name", ["reference", "native"])

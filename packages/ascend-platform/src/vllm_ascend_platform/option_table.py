@@ -54,7 +54,7 @@ ARG_GROUPS: tuple[tuple[str, str, str], ...] = (
      "enable_prefix_caching enable_chunked_prefill max_num_batched_tokens max_num_seqs"),
     (SUPPORTED, "tests/e2e/test_cases_c05_logprobs.py::test_logprobs_finite_sorted_complete",
      "max_logprobs"),
-    (SUPPORTED, "tests/e2e/test_quant_w8a8_dynamic.py::test_tokens_match_the_oracle", "quantization"),
+    (SUPPORTED, "tests/e2e/test_quant_w8a8_dynamic.py::test_first_token_logprobs_equal_the_oracle", "quantization"),
     (SUPPORTED, "tests/e2e/test_lora.py::test_one_adapter_equals_hf_merged",
      "enable_lora max_loras max_lora_rank max_cpu_loras lora_dtype lora_target_modules"),
     (SUPPORTED, "tests/e2e/test_sleep_mode.py::test_level2_selective_wake_and_reload",
@@ -169,7 +169,7 @@ ARG_GROUPS: tuple[tuple[str, str, str], ...] = (
 #: checks read NPUPlatform.supported_quantization, so a method the models layer adds there is
 #: served even before this table names it (the table test then asks for its row).
 QUANT_GROUPS: tuple[tuple[str, str, str], ...] = (
-    (SUPPORTED, "tests/e2e/test_quant_w8a8_dynamic.py::test_tokens_match_the_oracle", "ascend"),
+    (SUPPORTED, "tests/e2e/test_quant_w8a8_dynamic.py::test_first_token_logprobs_equal_the_oracle", "ascend"),
     (REFUSED, "its kernels are CUDA/ROCm/XPU (Marlin, CUTLASS, FlashInfer, Triton, DeepGEMM) or "
      "fp8/fp4 tensor-core GEMMs Atlas A2/A3 lack; ascend_ops has int8 W8A8 only. Quantize the "
      "checkpoint with msModelSlim (W8A8 / W8A8_DYNAMIC) and serve it with --quantization ascend",

@@ -2,7 +2,8 @@
 
 :func:`register_quantization` adds :class:`AscendQuantConfig` to vLLM's quantization-config
 registry (``vllm.model_executor.layers.quantization.register_quantization_config``) under the name
-vllm-ascend uses, ``"ascend"``; the models layer's ``register()`` calls it.
+vllm-ascend uses, ``"ascend"``, and puts the int8 GEMM for vLLM's compressed-tensors W8A8 int8
+scheme in vLLM's kernel list (compressed_int8.py); the models layer's ``register()`` calls it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ def register_quantization() -> None:
     from vllm_ascend_models.quantization.config import AscendQuantConfig
 
     register_quantization_config(QUANT_METHOD)(AscendQuantConfig)
+    # int8 W8A8 compressed-tensors checkpoints: vLLM's own config, our GEMM
+    from vllm_ascend_models.quantization.compressed_int8 import register_int8_kernel
+
+    register_int8_kernel()
     _registered = True
 
 

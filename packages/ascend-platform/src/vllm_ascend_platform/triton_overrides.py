@@ -51,8 +51,22 @@ def compute_slot_mapping(
     slot_mapping[total:max_num_tokens] = PAD_ID
 
 
+_registered = False
+
+
 def register() -> None:
-    """Register the overrides with vLLM's Triton dispatcher."""
+    """Register the overrides with vLLM's Triton dispatcher, once per process.
+
+    Once is enough (the dispatcher replaces the kernels in place), and a second call is
+    harmful: ``register_kernels`` walks every module in ``sys.modules`` and reads
+    ``vars(value).get`` of their attributes, which raises AttributeError on llvmlite's
+    ``_lib_fn_wrapper`` objects once numba is imported (vLLM's n-gram proposer imports it),
+    so the next engine built in that process would fail to start.
+    """
+    global _registered
+    if _registered:
+        return
+    _registered = True
     from vllm.triton_utils.dispatcher import register_kernels
 
     from vllm_ascend_platform.spec_decode_kernels import KERNELS as SPEC_DECODE_KERNELS

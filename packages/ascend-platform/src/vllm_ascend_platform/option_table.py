@@ -158,10 +158,8 @@ ARG_GROUPS: tuple[tuple[str, str, str], ...] = (
      "disable_custom_all_reduce enable_shm_tensor_arena enable_flashinfer_autotune "
      "enable_layerwise_nvtx_tracing enable_mm_processor_stats kernel_config ir_op_priority "
      "attention_config worker_extension_cls disable_nccl_for_dp_synchronization"),
-    # accepted at start-up since the speculative-decoding work; its owner replaces this unit
-    # test with the end-to-end one that serves a request
-    (SUPPORTED, "packages/ascend-platform/tests/test_spec_decode_kernels.py::"
-     "test_argument_names_match_the_triton_kernels",
+    (SUPPORTED, "tests/e2e/test_spec_decode_ngram.py::"
+     "test_greedy_equals_no_speculation_and_drafts_are_accepted",
      "speculative_config spec_method spec_model spec_tokens"),
 )
 

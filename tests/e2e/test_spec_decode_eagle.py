@@ -1,0 +1,68 @@
+"""EAGLE and EAGLE-3 speculative decoding with tiny random-weight draft heads (CPU emulation).
+
+The drafts (``eagle_drafts.py``) are one-layer heads of the classes vLLM 0.32 loads for a Llama
+target (``EagleLlamaForCausalLM``, ``Eagle3LlamaForCausalLM`` with its own 2048-token draft
+vocabulary and ``d2t`` map). Their weights are random, so their proposals are mostly rejected:
+what is checked is that greedy output equals the output without speculation token for token
+(whatever the draft proposes), that the draft model ran (drafts were proposed every decode
+step) and that vLLM's counters are consistent (accepted <= proposed). These engines run with
+asynchronous scheduling (vLLM's default for EAGLE), where the attention backends must not trust
+the host copy of the KV lengths (``vllm_ascend_attention.host_lengths.upper_bound_is_exact``).
+"""
+
+from __future__ import annotations
+
+import pytest
+from eagle_drafts import save_draft
+from engine import close_llm, make_llm
+
+K = 2
+PROMPTS = [
+    "one two three four five six seven eight. one two three four five six seven eight. one two",
+    "The capital of France is",
+    "def fibonacci(n):",
+]
+MAX_TOKENS = 16
+
+
+def _greedy():
+    from vllm import SamplingParams
+
+    return SamplingParams(temperature=0, max_tokens=MAX_TOKENS, ignore_eos=True)
+
+
+def _tokens(llm) -> list[list[int]]:
+    return [list(o.outputs[0].token_ids) for o in llm.generate(PROMPTS, _greedy(), use_tqdm=False)]
+
+
+def _counters(llm) -> dict[str, float]:
+    return {m.name[len("vllm:spec_decode_num_"):]: m.value for m in llm.get_metrics()
+            if m.name.startswith("vllm:spec_decode_num_") and hasattr(m, "value")}
+
+
+@pytest.fixture(scope="module")
+def no_spec(model_path):
+    llm = make_llm(model_path, max_model_len=512)
+    try:
+        return _tokens(llm)
+    finally:
+        close_llm(llm)
+
+
+@pytest.mark.parametrize("method", ["eagle", "eagle3"])
+def test_greedy_equals_no_speculation(method, model_path, no_spec, tmp_path):
+    draft = save_draft(method, tmp_path / method, model_path)
+    llm = make_llm(model_path, max_model_len=512, disable_log_stats=False,
+                   speculative_config={"method": method, "model": draft,
+                                       "num_speculative_tokens": K})
+    try:
+        assert llm.llm_engine.vllm_config.scheduler_config.async_scheduling
+        got = _tokens(llm)
+        counters = _counters(llm)
+    finally:
+        close_llm(llm)
+    assert got == no_spec
+    drafts = counters.get("drafts", 0)
+    assert drafts >= len(PROMPTS) * (MAX_TOKENS // (K + 1)), counters  # every decode step drafted
+    assert counters["draft_tokens"] == K * drafts
+    assert 0 <= counters.get("accepted_tokens", 0) <= counters["draft_tokens"]

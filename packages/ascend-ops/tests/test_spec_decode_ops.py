@@ -100,6 +100,18 @@ def test_no_drafts_and_padded_drafts(name):
     assert out[2].tolist() == [int(pb.bonus[2, 0]), -1, -1, -1]
 
 
+@pytest.mark.parametrize("greedy", ["all", "mixed"])
+def test_a_step_with_no_draft_tokens_emits_every_bonus_token(greedy):
+    # N == 0 (no request found a draft, e.g. n-gram without a match): vLLM's kernels still write
+    # each row's bonus token at position 0 (rejection_sampler.py: every draft "accepted").
+    pb = make_problem([0, 0, 0], 8, greedy=greedy, scenario="accept", seed=5, max_spec_len=0)
+    want = [[int(pb.bonus[b, 0])] for b in range(3)]
+    for name in _backends():
+        with ascend_ops.use_backend(name):
+            _, out = _run(pb)
+        assert out.tolist() == want, name
+
+
 def test_ngram_recovered_never_repeats_the_rejected_draft():
     # q one-hot at the draft: normalize(max(p - q, 0)) has no mass on the draft token
     pb = make_problem([5, 5], 4, draft_probs=False, seed=11)

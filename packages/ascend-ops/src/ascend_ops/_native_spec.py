@@ -44,7 +44,10 @@ def rejection_sample(draft_token_ids, cu_num_draft_tokens, target_argmax, target
     keep = [cu, draft]
     argmax_ptr = rec_ptr = uni_ptr = greedy_ptr = 0
     if target_argmax is not None:
-        keep.append(_i64(target_argmax))
+        # An empty tensor's data_ptr() is 0, which the kernel reads as "no greedy rows"; a step
+        # with no draft tokens at all (N == 0) still emits each greedy row's bonus token.
+        argmax = _i64(target_argmax) if num_tokens else torch.zeros(1, dtype=torch.int64)
+        keep.append(argmax)
         argmax_ptr = keep[-1].data_ptr()
     if recovered_token_ids is not None:
         keep.append(_i64(recovered_token_ids))

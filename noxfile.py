@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """nox sessions for the vllm-ascend monorepo.
 
 Sessions
@@ -13,11 +15,11 @@ Sessions
                      (portable ``ascend_ops._C``), ``twine check`` them, then ``tests/release``:
                      fresh venvs installing from that folder only (docs/releasing.md).
     lint             ruff over the repo (pyproject's [tool.ruff]: E501 at 120 columns).
-    hygiene          tests/hygiene (SPDX headers, scripts/spdx.py); not a default session yet.
+    hygiene          tests/hygiene (SPDX headers, scripts/spdx.py).
     typecheck        mypy over every package's src/ at the strictness stated in pyproject's
                      [tool.mypy] (default strictness, check_untyped_defs off; about a minute).
     demo             README command (a): serve SmolLM2 in emulation and ask it a question.
-Default (``nox`` with no ``-s``): ``lint`` and ``typecheck`` (fast, fail first), every
+Default (``nox`` with no ``-s``): ``lint``, ``hygiene`` and ``typecheck`` (fast, fail first), every
 ``tests(...)`` session, then ``e2e``, then ``npu_coverage``, then ``release``.
 
 Environments (why they differ)
@@ -62,7 +64,7 @@ STANDALONE = "ascend-ops"  # the one layer that never sees vLLM
 sys.path.insert(0, str(ROOT / "scripts"))
 from venv_overlay import overlay  # noqa: E402
 
-nox.options.sessions = ["lint", "typecheck", "tests", "e2e", "npu_coverage", "release"]
+nox.options.sessions = ["lint", "hygiene", "typecheck", "tests", "e2e", "npu_coverage", "release"]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """all_reduce / all_gather latency and bandwidth: NPUCommunicator (emulation) vs raw gloo.
 
 Two processes (torch.multiprocessing spawn, gloo over a TCP store on 127.0.0.1) time, for each

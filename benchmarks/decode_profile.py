@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Decode-step profile: time per op family, our plugin (CPU emulation) vs vLLM's own CPU backend.
 
 Cases: SmolLM2-135M-Instruct at batch 1 and 8, and a tiny random-weight Qwen3-MoE (the e2e

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Kernel launches per decoder layer per decode step, and host time per decode step.
 
 Three cases, each in its own process (one engine per process; SmolLM2-135M-Instruct,

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Multi-LoRA decode throughput: our plugin (CPU emulation) vs vLLM's own CPU backend.
 
 SmolLM2-135M-Instruct, float32, eager, greedy, ``ignore_eos``, LoRA enabled (``max_loras=4``,

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """MoE layer time at decode shapes: our Ascend MoE method vs vLLM's own CPU MoE path, same run.
 
 Both sides compute the whole routed-experts part of one MoE layer -- softmax top-k routing

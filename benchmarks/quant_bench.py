@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """int8 W8A8_DYNAMIC vs float32: one linear, the whole decode step, and weight memory.
 
 * linear: SmolLM2-135M's projection shapes (qkv 576->960, o 576->576, gate_up 576->3072,

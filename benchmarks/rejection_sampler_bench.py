@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Rejection sampling (speculative-decoding verification) on the CPU: ascend_ops native kernel
 vs its NPU branch's aten composition vs the float64 reference vs vLLM 0.32's Triton kernels, in
 one run, with ratios to native.

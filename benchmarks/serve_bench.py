@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Serving benchmark with vLLM 0.32's own client: our OpenAI server vs vLLM's CPU server.
 
 For each side in turn (vLLM CPU first, then ours; ``--rounds`` interleaved rounds, best kept

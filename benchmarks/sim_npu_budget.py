@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Per-decode-step device budget of the NPU code path, read from the simulated NPU's ledger.
 
 SmolLM2-135M-Instruct (float16) in simulated-NPU mode (``VLLM_ASCEND_SIMULATE_NPU=1``,

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Sleep-mode timing: time of ``sleep(level)`` and ``wake_up()`` and the bytes each moved.
 
 SmolLM2-135M-Instruct, one engine (``enable_sleep_mode=True``, eager), in CPU emulation

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Soak benchmark: concurrent streaming clients against the OpenAI server in emulation.
 
 Starts ``python -m vllm.entrypoints.openai.api_server`` on loopback (127.0.0.1 only) with the

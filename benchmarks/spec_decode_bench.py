@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """n-gram speculative decoding vs none, same run, on a repetitive workload (CPU emulation).
 
 Builds two engines one after the other on SmolLM2-135M-Instruct (float32, eager unless

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Offline generation throughput: vLLM's own CPU backend vs our plugin in CPU emulation.
 
 SmolLM2-135M-Instruct, ``--batch`` prompts (default 8) x 64 new tokens, greedy, ``ignore_eos``,

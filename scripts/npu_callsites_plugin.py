@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """pytest plugin (``-p npu_callsites_plugin``): write this pytest process's simulator call sites.
 
 When ``ASCEND_OPS_SIM_CALLSITES_DIR`` is set, at the end of the session the

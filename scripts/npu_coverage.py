@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Coverage of the NPU branch: which torch_npu / torch.npu call sites the simulated tests ran.
 
 Usage: ``python scripts/npu_coverage.py DUMP_DIR [--root ROOT] [--min 100]``

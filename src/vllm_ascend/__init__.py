@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """vllm-ascend meta-package: vLLM plugin entry points for the Ascend layers.
 
 vLLM calls ``register`` (group ``vllm.platform_plugins``) to learn which platform

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """`vllm-ascend` command line: doctor, prepare-demo-model, demo."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """`vllm-ascend demo`: serve SmolLM2-135M-Instruct through the plugin and ask it one question.
 
 Starts vLLM's OpenAI-compatible server (``python -m vllm.entrypoints.openai.api_server``; the

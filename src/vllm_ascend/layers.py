@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The general plugin body: register every installed layer with vLLM, once per process.
 
 vLLM runs ``vllm_ascend:register_layers`` (group ``vllm.general_plugins``) in every

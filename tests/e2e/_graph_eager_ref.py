@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Eager reference and shared helpers for the graph-mode parity tests (test_graph_*.py).
 
 Run as a script in its own process (one engine per process): argv = model_path, json list

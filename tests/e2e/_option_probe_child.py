@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Child process of test_option_sweep.py: build a VllmConfig (no weights, no engine) per case.
 
 stdin: JSON list of {"id", "argv", "env", "kwargs"}; argv are CLI flags added to the base command

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The engine runs of ``test_parallel.py``: greedy tokens from one engine (in the caller's process
 or, run as a script, in a child process the test starts).
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Shared body of the msModelSlim e2e modules (test_quant_*.py, test_simulated_npu_quant.py):
 serve a checkpoint once per module, judge its greedy tokens against the independent oracle
 (quant_oracle.py) and the float model, and build broken copies of a checkpoint.

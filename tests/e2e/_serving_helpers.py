@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Helpers for the serving-correctness e2e tests (sampling, logprobs, seeds, prefix caching).
 
 The reference side is independent of vLLM: next-token logits come from HF transformers' forward

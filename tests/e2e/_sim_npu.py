@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Test-side helpers of the simulated-NPU e2e tests (test_simulated_npu*.py).
 
 * :func:`run_child` runs ``_sim_npu_child.py`` (the engines) in a child process in

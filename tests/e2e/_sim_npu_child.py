@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Child process of the simulated-NPU e2e tests: engines on the NPU code path over the simulator.
 
 Run as a script: ``python _sim_npu_child.py SPEC_JSON OUT_JSON``. ``SPEC_JSON`` holds ``model``,

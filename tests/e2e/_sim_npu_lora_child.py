@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Child process of the simulated-NPU LoRA e2e test: engines with LoRA on the NPU code path.
 
 Run as a script: ``python _sim_npu_lora_child.py SPEC_JSON OUT_JSON``. The spec is that of

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Child process of test_simulated_npu_sleep.py: sleep mode on the simulated NPU (graph mode on).
 
 Run as ``python _sim_sleep_child.py MODEL OUT_JSON`` in ``_sim_npu_child.child_env()``. Writes the

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Shared fixtures for the end-to-end tests: the SmolLM2 checkpoint, the HF oracle and the prompts
 as token ids (engine helpers: engine.py; prompts: prompts.py).
 

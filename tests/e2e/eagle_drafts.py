@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Tiny random-weight EAGLE / EAGLE-3 draft heads for SmolLM2 (no hub access).
 
 The config is the target's ``LlamaConfig`` (transformers) cut to one decoder layer; vLLM 0.32

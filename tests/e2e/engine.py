@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Build, drive and tear down a vLLM engine for the e2e tests (one per test module)."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """HF transformers greedy oracle for the e2e parity tests.
 
 The oracle is transformers' own ``LlamaForCausalLM`` forward pass (eager attention, float32) on the

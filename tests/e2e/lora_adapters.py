@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """LoRA adapters for the e2e tests, made in the test with ``peft`` on the SmolLM2 checkpoint,
 and their HF transformers oracle (the base model with the adapter merged by peft).
 

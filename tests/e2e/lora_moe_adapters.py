@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """A LoRA adapter on the routed experts of a tiny MoE checkpoint, and its merged oracle checkpoint.
 
 peft on transformers 5 cannot target the per-expert projections (the HF module holds the experts

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Tiny random-weight MoE checkpoints made with transformers' own classes (no hub access).
 
 The tokenizer is the SmolLM2 checkpoint's (copied), so ``vocab_size`` matches it. Weights use a

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """A non-default value for every option the support table does not mark "not ours".
 
 Refused rows: CLI flags (vLLM's own parser reads them) or environment settings that the sweep

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Greedy-parity judgement between a vLLM continuation and the HF oracle.
 
 Rule: a continuation passes when it is token-identical to the oracle's, or when at the first

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The 8 varied e2e prompts: chat-templated questions and raw continuations (prose, code,
 a long paragraph), and the number of greedy tokens generated per prompt."""
 

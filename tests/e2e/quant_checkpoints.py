@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """msModelSlim W8A8 / W8A8_DYNAMIC checkpoints of SmolLM2-135M-Instruct for the e2e tests.
 
 Made by msModelSlim itself (PyPI ``msmodelslim``, CPU) from the demo checkpoint, once, then cached

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Independent oracle for msModelSlim W8A8 / W8A8_DYNAMIC checkpoints.
 
 HF transformers' own model class (not vLLM, not ascend_ops) over the float source checkpoint,

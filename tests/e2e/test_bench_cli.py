@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Benchmark command lines refuse bad arguments with a usage error, not a traceback.
 
 ``benchmarks/moe_bench.py --dtypes`` takes only the dtypes both MoE paths run (float32,

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Prefix caching x chunked prefill must not change greedy output.
 
 The 2x2 matrix {prefix caching off, on} x {chunked prefill off, on with

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Logprobs are finite, sorted and raw.
 
 Fixed prompt; run 1: ``temperature=0.8, top_p=0.95, n=2, seed=1, logprobs=20, max_tokens=16``;

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """A per-request seed seeds once, not every step.
 
 ``temperature=1.0, top_p=1, max_tokens=64``: (a) seed 1234 twice alone; (b) seed 1234 in a batch

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Prefix-cache hits are whole blocks, and counted.
 
 Prefix caching on, block size B. For N in {B-1, B, B+1, 2B, 2B+1, 4B}: an N-token prompt is sent

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Front-door failures through real server starts (vLLM version, ``additional_config``, plugin selection).
 
 Each start here must stop before model loading, so each costs a process start, not

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """A ``--block-size`` the Ascend attention backends cannot page with is refused at config time.
 
 vLLM 0.32 checks a user block size against the attention backends' kernel block sizes only when

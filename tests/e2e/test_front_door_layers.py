@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The meta-package's general plugin (src/vllm_ascend/layers.py), in process.
 
 Contract (docs/architecture.md, "How the plugin is found" and "The layer contract"): nothing

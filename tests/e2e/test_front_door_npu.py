@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Front door on real Ascend hardware (``npu`` marker; deselected on CPU, run by
 scripts/npu_smoke.sh on machines with an NPU).
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """ACL graph mode FULL_AND_PIECEWISE (vLLM 0.32's default) == eager, with chunked prefill.
 
 Uniform decode steps replay one FULL graph per capture size; every other step

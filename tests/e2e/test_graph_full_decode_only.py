@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """ACL graph mode FULL_DECODE_ONLY == eager, and the parameter-update hook's real lengths.
 
 One FULL graph per capture size for uniform decode steps (the runner wraps the

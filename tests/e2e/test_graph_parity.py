@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """ACL graph mode PIECEWISE (Ascend compile backend with fusion passes) == eager.
 
 Greedy tokens for batch sizes 1, 3, 5 and 9 equal eager mode on

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """A KV budget that does not fit fails before serving and says what to change.
 
 Each case starts a real engine in a subprocess (so the failure's exit code and

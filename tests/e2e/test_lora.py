@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Multi-LoRA serving through the Ascend plugin (CPU emulation, float32) vs HF transformers with
 each adapter merged by peft.
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """LoRA in bfloat16 (CPU emulation): the adapter still changes the output and stays close to its
 float32 reference.
 

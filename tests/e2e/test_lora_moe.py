@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """LoRA on a tiny random Qwen3-MoE (CPU emulation, float32): on the routed experts and on
 attention, several adapters and the base model in one batch, against HF transformers.
 

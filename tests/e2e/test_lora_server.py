@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Multi-LoRA through vLLM's OpenAI server on our platform (CPU emulation, float32), driven with
 the ``openai`` SDK.
 

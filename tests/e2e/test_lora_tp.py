@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Multi-LoRA with tensor parallelism (CPU emulation, float32): TP=2 == TP=1 on a tiny random
 Qwen3 (4 heads, so it splits over 2 ranks; SmolLM2's 9 heads do not), and TP=1 == HF with the
 adapter merged by peft. vLLM's LoRA layers shard lora_b of the column-parallel layers (packed

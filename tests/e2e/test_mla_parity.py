@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """DeepSeek-V2-style tiny checkpoint (MLA: kv_lora_rank 512, rope dim 64; MoE with group-limited
 greedy routing, shared expert, routed scaling) through ``LLM()`` in emulation: greedy float32
 tokens == HF transformers, with prefix-cache hits and chunked prefill on the MLA backend.

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """MoE models through ``LLM()`` in emulation: greedy float32 tokens == HF transformers on the same
 tiny random weights (Qwen3-MoE, Mixtral), and the MoE path really ran on ascend_ops."""
 

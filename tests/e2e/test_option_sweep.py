@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Every vLLM option the support table does not mark "not ours" either serves a greedy request
 correctly or is refused at start-up, before weights load, naming the option and the fix.
 

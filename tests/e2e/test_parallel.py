@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """TP=2 (multiproc and Ray executors), PP=2, DP=2 and EP=2 in CPU emulation give the same greedy
 tokens as TP=1 (NPUCommunicator/gloo).
 

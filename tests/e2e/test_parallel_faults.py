@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Faults: a TP worker killed mid-request makes the engine fail loudly, never hang.
 
 Setup: a child process (this file run as a script) starts ``LLM(tensor_parallel_size=2)`` on a

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Greedy parity, float32: vLLM + the Ascend plugin (CPU emulation) vs HF transformers.
 
 One engine for the module (default scheduling, prefix caching on): the 8-prompt batch, then a

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Greedy parity with chunked prefill: at most 64 tokens scheduled per step, so the long prompts
 are prefilled in several chunks (each chunk attends to the KV of the earlier ones)."""
 

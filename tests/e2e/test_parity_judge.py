@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The parity rule itself (parity.judge) on hand-built logprobs: no model, no vLLM."""
 
 from __future__ import annotations

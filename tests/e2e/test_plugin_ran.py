@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Proof that vLLM ran through our plugin: platform, worker, model runner and attention backend
 classes are ours, the KV block size is our backend's preference, and the model's norm,
 activation, rope, KV-write and attention paths executed ascend_ops ops (call counters)."""

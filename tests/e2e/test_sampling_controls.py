@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Deterministic sampling controls through our runner, against HF transformers + vLLM's docs.
 
 - Penalties (greedy, so the chosen token is the argmax of the penalised logits). Reference:

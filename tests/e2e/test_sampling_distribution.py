@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Random sampling through our runner, at the distribution level.
 
 An out-of-tree platform samples with vLLM's native (GPU-path) sampler, not its CPU one, so each

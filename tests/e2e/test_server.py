@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """vLLM's OpenAI server on our platform in CPU emulation (README.md, "The two commands").
 
 One server per module (SmolLM2-135M-Instruct, float32, ``--max-model-len 512``),

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The OpenAI server with ``--kv-cache-dtype fp8`` (which used to start and then answer HTTP 500
 once its engine died in the KV-cache write): it serves, a bad request is a 4xx that leaves it
 serving, and an engine core that does die takes the server down cleanly — the process exits by

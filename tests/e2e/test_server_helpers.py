@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Helpers for the end-to-end front-door tests (no tests here).
 
 Starts vLLM's OpenAI server (``python -m vllm.entrypoints.openai.api_server``, the form

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """scripts/npu_smoke.sh runs end to end in emulation and prints its report format
 (README.md, "The two commands"): NPU tests reported deselected with the reason, serve-and-ask passes."""
 

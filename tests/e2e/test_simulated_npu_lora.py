@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Multi-LoRA on SmolLM2-135M-Instruct in simulated-NPU mode (``VLLM_ASCEND_SIMULATE_NPU=1``,
 float16): the LoRA products run through ``torch_npu.npu_batch_gather_matmul_`` on the simulated
 torch_npu (docs/simulated-npu.md), inside captured ACL graphs.

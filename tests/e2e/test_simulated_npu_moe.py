@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Tiny DeepSeek-V2 (MLA + MoE) and tiny Qwen3-MoE in simulated-NPU mode (float16), and TP=2.
 
 Per model, one child process builds an eager engine and a graph-mode engine (vLLM's default

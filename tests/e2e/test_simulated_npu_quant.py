@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """msModelSlim checkpoints in simulated-NPU mode (``VLLM_ASCEND_SIMULATE_NPU=1``): the int8
 linears run their NPU branch (torch_npu ``npu_dynamic_quant`` / ``npu_quantize`` /
 ``npu_quant_matmul``) over the simulator, which checks the published schemas and the documented

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Sleep mode on the simulated NPU (docs/simulated-npu.md), ACL graph mode FULL_DECODE_ONLY.
 
 The NPU code path runs over the simulated torch_npu, whose ``mem_get_info`` counts what the

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """SmolLM2-135M-Instruct in simulated-NPU mode (``VLLM_ASCEND_SIMULATE_NPU=1``, float16).
 
 The whole NPU code path of the plugin runs on CPU over ``ascend_ops.simulator``

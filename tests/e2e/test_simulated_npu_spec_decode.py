@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """n-gram speculative decoding in simulated-NPU mode (``VLLM_ASCEND_SIMULATE_NPU=1``, float16).
 
 The NPU path of everything speculative decoding touches runs over ``ascend_ops.simulator``

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Sleep mode and weight updates (CPU emulation, ACL graph mode FULL_DECODE_ONLY).
 
 vLLM's documented semantics (``vllm/entrypoints/llm.py``, ``LLM.sleep`` / ``wake_up``): level 1

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Sleep mode through the OpenAI server's dev-mode endpoints (``VLLM_SERVER_DEV_MODE=1``):
 ``POST /sleep?level=N``, ``POST /wake_up``, ``GET /is_sleeping`` (vLLM 0.32,
 ``vllm/entrypoints/serve/sleep``). Oracle: the server's own greedy completion before sleeping.

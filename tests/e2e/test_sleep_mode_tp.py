@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Sleep mode with tensor parallelism (TP=2, CPU emulation, two worker processes) and on a tiny
 MoE model (Qwen3-MoE, our MoE runner; TP=1).
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """EAGLE and EAGLE-3 speculative decoding with tiny random-weight draft heads (CPU emulation).
 
 The drafts (``eagle_drafts.py``) are one-layer heads of the classes vLLM 0.32 loads for a Llama

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """n-gram speculative decoding through our runner and attention backend (CPU emulation).
 
 Greedy speculative decoding has an exact oracle: whatever the draft proposes, temperature-0

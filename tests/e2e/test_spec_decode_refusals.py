@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Speculative configurations that cannot be served fail at start-up (engine config creation,
 before any weights load) with a message naming the option and the fix.
 

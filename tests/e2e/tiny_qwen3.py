@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """A tiny random-weight Qwen3 checkpoint for engine tests that need a real model but no quality.
 
 Same recipe as ``tests/e2e/test_parallel.py``'s ``tiny_qwen3`` fixture: transformers'

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Every Python and C++ source carries the SPDX header (``scripts/spdx.py``; LICENSE: Apache-2.0).
 
 ``nox -s hygiene`` runs this folder. It is not in nox's default sessions until the header pass

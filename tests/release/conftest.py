@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Fixtures for the release tests: the wheelhouse and venvs installed from it only.
 
 ``VLLM_ASCEND_WHEELHOUSE`` names a folder that ``tests/release/wheelhouse.py`` filled (the nox

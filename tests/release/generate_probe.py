@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Run inside a release venv: greedy generation with vLLM's offline ``LLM`` through our plugin.
 
 Reads one JSON object from argv[2]: ``{"prompt_ids": [...], "max_tokens": n}``; prints one JSON

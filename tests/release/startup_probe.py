@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Run inside a release venv: vLLM's engine start-up as far as the engine config, no weights.
 
 ``EngineArgs.__post_init__`` loads vLLM's general plugins (our ``vllm_ascend:register_layers``:

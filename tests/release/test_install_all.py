@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """``pip install vllm-ascend[all]`` from the wheelhouse only: doctor is clean and SmolLM2 answers.
 
 The generated tokens are checked against HF transformers' greedy decoding of the same converted

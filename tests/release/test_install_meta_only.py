@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """``pip install vllm-ascend`` alone (meta-package + platform + ascend-ops, no optional layer).
 
 Expected (docs/releasing.md, the layer map in README.md): doctor lists the four optional layers

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """One layer upgraded alone, from wheels: the layer-skew check at engine start-up.
 
 The meta-package declares which layer versions go together (``vllm-ascend-graph>=0.1,<0.2`` in

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """``ascend-ops`` alone in a torch-only venv: its README example and its standalone test run.
 
 The venv sees torch and its own requirements (and pytest to run the sdist's tests), nothing of

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Release notes: one CHANGELOG.md style per distribution, towncrier drafts from changelog.d/.
 
 Conventions (docs/releasing.md): title ``# Changelog — <dist>``; towncrier's start marker once;

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """What the wheelhouse holds: one wheel + sdist per distribution, metadata that is this project's
 own, license files in every wheel, and a portable ``ascend_ops._C``.
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Throwaway virtual environments for the release tests.
 
 Each venv is created without pip (``python -m venv --without-pip``) and gets third-party packages

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Build the wheel and sdist of every distribution of the repo into one folder (the wheelhouse).
 
 The seven distributions: the six layers under ``packages/*`` and the root meta-package

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """ASCEND_ATTN against an independent oracle: SDPA over each request's full K/V.
 
 The KV cache is laid out exactly as vLLM 0.32 hands it to a layer with the LBNHC

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """FULL-graph attention parameter update on the simulated NPU (docs/simulated-npu.md).
 
 A dense layer's forward is captured into a simulated ``NPUGraph`` with one step's host lengths;

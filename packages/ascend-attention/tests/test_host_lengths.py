@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Host lengths for FIA, including FULL-graph padding as vLLM 0.32's runner pads a batch
 (``_build_attention_metadata``: padded request slots repeat the last query_start_loc value,
 have seq_len 0 and null-block rows)."""

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """vLLM's fp8 KV cache as the Ascend backend reads it: uint8 bytes (vllm/utils/torch_utils.py
 STR_DTYPE_TO_TORCH_DTYPE) reinterpreted per kv_cache_dtype string, scales from the layer."""
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """KV slab reinterpretation: contiguous K/V (and MLA nope/rope) caches without a copy, and
 block zeroing that hits exactly one block of each part.
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """AscendMLAImpl against a naive MLA oracle written from the DeepSeek-V2 definition: per head,
 k = [W_UK c | k_pe], v = W_UV c, softmax(q k^T * scale) v, with c the compressed latent.
 Decode uses absorbed weights (q_nope W_UK against the latent rows) and must give the same

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Worker run in each of 2 spawned processes: exercises NPUCommunicator over gloo (emulation).
 
 Every check compares the communicator's result with the expected math computed here with plain

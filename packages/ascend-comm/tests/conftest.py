@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Shared test settings for vllm-ascend-comm (hypothesis CI profile, worker import path)."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The vllm-ascend authors
 /* Single-rank stand-in for libhccl.so, compiled against the real hccl.h from the torch-npu wheel
  * as C++ (the header sizes arrays with C++ constants). Everything here is inside extern "C", so a
  * definition whose prototype disagrees with the header is a compile error. Buffers are

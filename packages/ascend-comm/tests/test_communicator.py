@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """NPUCommunicator in CPU emulation: 2 spawned processes, gloo over a TCP store on 127.0.0.1.
 
 Each case's expected value is plain torch math on the per-rank inputs (see ``_comm_worker``).

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The ctypes HCCL binding checked against CANN's published headers, without libhccl.so.
 
 Source of truth: ``hccl.h`` and ``hccl_types.h`` from the torch-npu 2.13.0 wheel

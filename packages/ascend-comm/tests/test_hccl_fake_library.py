@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """HCCLLibrary end to end through ctypes against a single-rank fake ``libhccl.so``.
 
 The fake (``fake_hccl.cc``) is compiled here against the real ``hccl.h`` from the torch-npu 2.13.0

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Capture-size planning (``vllm_ascend_graph.capture_sizes``). Expected lists are written out by
 hand from the rules."""
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """``configure()``: eager path and graph-mode decisions on vLLM's real config enums."""
 
 from types import SimpleNamespace

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Fusion passes on graphs Dynamo records for vLLM's native forms (torch.compile, no inductor).
 
 Oracle: the same function run uncompiled (vLLM's native math), and the ops that end up

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """ACLGraphWrapper bookkeeping in emulation, against vLLM's own dispatch contract."""
 
 from contextlib import contextmanager

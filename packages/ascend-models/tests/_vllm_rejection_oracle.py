@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """vLLM 0.32's own RejectionSampler (its Triton kernels) on the CPU, as a test oracle.
 
 Triton has no CPU backend here, so vLLM disables it; Triton's interpreter (``TRITON_INTERPRET=1``)

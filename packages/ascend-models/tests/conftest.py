@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Shared fixtures: registration, a minimal vLLM config context, an out-of-tree platform stand-in.
 
 No engine is started: layers are built directly under ``set_current_vllm_config``.

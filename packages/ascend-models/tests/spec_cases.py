@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Rejection-sampler inputs built identically in the test process and in the vLLM oracle
 subprocess (tests/_vllm_rejection_oracle.py): spec decode metadata, logits, draft probs and
 sampling metadata from a small JSON-able case description."""

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """SiluAndMul -> ascend_ops.swiglu: numbers (oracle: vLLM's forward_native) and dispatch."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """IR-op provider "ascend" for rms_norm / fused_add_rms_norm: numbers and dispatch.
 
 Oracle: vLLM's own native implementations (``ir.ops.<op>.impls["native"].impl_fn``) and, for the

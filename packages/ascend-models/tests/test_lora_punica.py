@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """PunicaWrapperNPU against the punica semantics of vLLM 0.32 (punica_base.py docstrings),
 computed here in float64: packed slices, base-model rows, the segment (eager) and per-token
 (graph) paths, and index buffers refilled in place."""

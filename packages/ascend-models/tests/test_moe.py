@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Ascend MoE method: registration, the routed-experts forward against a naive per-token oracle
 (written here from the HF Qwen3-MoE / Mixtral / DeepSeek-V2 semantics), expert-parallel split sums
 equal the unsplit layer, and bad settings raise naming the setting."""

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """LoRA on the routed experts of the Ascend MoE forward (``vllm_ascend_models/lora/moe_experts.py``)
 against a naive float64 oracle written from the HF/PEFT semantics: each token's chosen experts run
 their SwiGLU MLP with the token's adapter merged into the expert's gate, up and down projections

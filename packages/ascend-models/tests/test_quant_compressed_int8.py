@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The int8 GEMM for vLLM's compressed-tensors W8A8 int8 scheme (quantization/compressed_int8.py)
 without an engine: vLLM's kernel contract (``process_weights_after_loading`` on the layer's
 ``weight`` int8 [N, K] / ``weight_scale`` / ``input_scale``, then ``apply_weights``) against a

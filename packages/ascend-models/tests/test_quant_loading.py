@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """quantization="ascend" loading without an engine: real vLLM linear layers (one-rank gloo group)
 take msModelSlim tensors through our checked loaders (quantization/loading.py). A tensor with the
 wrong dtype or shape, or one that never arrives, is refused naming the checkpoint tensor and what

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """AscendQuantConfig (quantization="ascend") without an engine: the registry entry, per-layer
 schemes from a quant_model_description.json in msModelSlim's format (msModelSlim
 ``ascendv1.py`` saver), refusals naming the tensor, msModelSlim's int64 deq_scale encoding."""

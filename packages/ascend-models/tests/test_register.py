@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """register(): idempotence, what it registers, conflicts; the configure hook (custom_ops); the
 layer's description. The vLLM version check is the platform's (one check for every layer)."""
 

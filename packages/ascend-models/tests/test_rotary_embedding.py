@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Rotary embedding -> ascend_ops.rotary_embedding: numbers and dispatch.
 
 Oracle: vLLM's ``RotaryEmbedding.forward_native`` on the same layer (same cos/sin cache).

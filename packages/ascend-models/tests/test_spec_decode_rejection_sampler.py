@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """AscendRejectionSampler against vLLM 0.32's own RejectionSampler: same inputs, same seed, the
 same output tokens (and logprobs). vLLM's Triton kernels run on the CPU under Triton's
 interpreter in a child process (tests/_vllm_rejection_oracle.py); ours run in this process on

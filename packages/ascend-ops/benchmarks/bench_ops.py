@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Native CPU kernels vs the plain-torch composite a user would otherwise write.
 
 Run: python packages/ascend-ops/benchmarks/bench_ops.py [--dtype float32|bfloat16|float16] [--quick]

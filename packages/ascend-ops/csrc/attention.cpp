@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The vllm-ascend authors
 // Paged attention with npu_fused_infer_attention_score semantics (TND query, paged KV):
 // prefill, chunked prefill, prefix hits and decode in one call; GQA/MQA; causal aligned to the
 // end of each request's KV. Flash-style online softmax in float32 with register-blocked

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The vllm-ascend authors
 // pybind11 bindings of ascend_ops._C. No libtorch: arguments are raw addresses, sizes, element
 // strides and dtype codes; std::invalid_argument surfaces in Python as ValueError.
 #include <pybind11/pybind11.h>

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The vllm-ascend authors
 // Shared helpers for the ascend_ops native kernels: dtype codes, per-element bf16/fp16
 // conversion (the target CPU has no bf16 instructions), a vectorizable exp, and errors.
 #pragma once

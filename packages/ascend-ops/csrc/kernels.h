@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The vllm-ascend authors
 // Entry points of ascend_ops._C (pointers are raw addresses, strides in elements).
 #pragma once
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The vllm-ascend authors
 // reshape_and_cache: scatter [T, Hk, D] key/value rows into strided paged caches
 // [num_blocks, block_size, Hk, D]. All slots are validated before the first write.
 #include "common.h"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The vllm-ascend authors
 // Grouped matmul for small expert groups (MoE decode): out[rows of expert e] = x[rows] @ W[e].
 //
 // Semantics: torch_npu npu_grouped_matmul with one weight tensor [E, K, N] and per-expert row

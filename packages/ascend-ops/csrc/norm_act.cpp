@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The vllm-ascend authors
 // RMSNorm, fused add + RMSNorm and SwiGLU over contiguous [rows, hidden] buffers (float32 math).
 #include "common.h"
 #include "kernels.h"

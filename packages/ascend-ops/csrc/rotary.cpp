@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The vllm-ascend authors
 // Rotary embedding (neox halves / GPT-J interleaved pairs, partial rotary_dim) from a vLLM-style
 // cos_sin_cache [max_position, rotary_dim] = cat(cos, sin). Out of place into contiguous outputs.
 #include "common.h"

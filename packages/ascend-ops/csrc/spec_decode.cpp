@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The vllm-ascend authors
 // Speculative-decoding verification (vLLM 0.32 vllm/v1/sample/rejection_sampler.py semantics):
 // recovered-token sampling and rejection sampling over the flat draft layout
 // (cu_num_draft_tokens = inclusive cumulative draft counts). Index tensors arrive as int64,

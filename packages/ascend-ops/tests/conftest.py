@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Shared fixtures: backend parametrization and small random paged-attention problems."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Small MoE problems shared by the MoE tests, the opcheck test and the NPU contract test."""
 
 from __future__ import annotations

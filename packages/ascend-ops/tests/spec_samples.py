@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Speculative-decoding verification problems and an independent oracle of vLLM 0.32's rule.
 
 The oracle (``oracle``) is written from the documented rule in ``vllm/v1/sample/

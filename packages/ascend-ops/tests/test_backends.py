@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Backend per op family (``ascend_ops.backends``) and the missing-``_C`` error (``_dispatch``)."""
 
 from __future__ import annotations

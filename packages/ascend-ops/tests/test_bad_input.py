@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Bad input raises ValueError/TypeError naming the argument, on every CPU backend, before any
 write (never a crash or a silent wrong write)."""
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The device runtime seam on a machine without torch_npu: CPU answers, clear NPU errors."""
 
 from __future__ import annotations

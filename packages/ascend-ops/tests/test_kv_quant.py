@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Scaled KV caches (vLLM ``kv_cache_dtype`` fp8 / fp8_e5m2, and fp16/bf16 under float32):
 quantize on write, dequantize on read, in the CPU branches; the NPU branch refuses by SoC rule.
 

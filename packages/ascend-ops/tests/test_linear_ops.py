@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """``ascend_ops.linear`` with prepacked weights: every backend against the reference (a
 broadcast-and-sum that shares no GEMM library with them), pack invalidation on in-place writes,
 argument errors, the custom op's fake implementation, and the NPU branch on the simulated NPU

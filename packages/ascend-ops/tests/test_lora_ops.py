@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """LoRA (Punica) ops on the CPU backends: properties over ranks, slices, segment layouts and
 dtypes, against an independent float64 oracle (the merged-weight formulation
 ``y += x @ (scale * B_i A_i)^T``, Hu et al. 2021, LoRA eq. 3) and the reference kernels."""

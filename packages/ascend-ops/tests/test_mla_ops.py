@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """MLA ops against a float64 oracle written from the MLA definition (DeepSeek-V2): per request
 and head, scores = scale * (q_nope . c_j + q_pe . k_pe_j) over the request's latent rows with
 causal (bottom-right aligned) visibility; decode returns the weighted sum of c rows, prefill the

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """MoE ops reject bad input with errors naming the argument."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """MoE ops against hand-worked examples, a naive per-token expert oracle, and the references."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The native code's per-element bf16/fp16 <-> float32 conversions agree bit for bit with torch's
 (every 16-bit pattern in, round-to-nearest-even out), observed through add_rms_norm's residual."""
 

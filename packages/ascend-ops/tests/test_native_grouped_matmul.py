@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The C++ grouped matmul (``_C.grouped_matmul``, decode-sized groups, N-major weights) against a
 float64 per-expert oracle: every dtype, K and N off the kernel's 16-lane / 4-column / 32-column
 tiles, empty experts, rows past the groups, the multi-threaded size, and the switch to torch's

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Each op vs independent math (formulas written here, not the package's reference code)."""
 
 from __future__ import annotations

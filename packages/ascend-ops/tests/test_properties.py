@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Hypothesis properties: native kernels == pure-torch reference within dtype tolerance.
 
 Bounded by the "ci" profile registered in conftest.py (max_examples=15, no deadline).

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """int8 ops (ascend_ops.quantize / dynamic_quant / quant_matmul) against a float64 oracle written
 here from the torch_npu operator docs (npu_quantize div_mode=False: round(x * scales +
 zero_points); npu_dynamic_quant: scale = rowMax|x| / 127, y = round(x / scale); npu_quant_matmul:

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The README's plain-PyTorch example runs as written (skipped where the README is not shipped)."""
 
 from __future__ import annotations

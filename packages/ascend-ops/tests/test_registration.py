@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """torch.library registration, fake impls, backend selection and the device seam."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Simulated NPU graphs: capture records device ops, replay re-runs them on the captured tensors'
 current contents with host arguments frozen, task-group updates replace ops, host syncs inside a
 capture raise (docs/simulated-npu.md)."""

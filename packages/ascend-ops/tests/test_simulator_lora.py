@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """LoRA ops on the NPU branch over the simulated torch_npu (docs/simulated-npu.md):
 ``npu_batch_gather_matmul_`` within its documented limits, the aten composition outside them,
 constraint violations, and graph replay with changed adapter indices."""

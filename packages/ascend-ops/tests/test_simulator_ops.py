@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The NPU branch of every op through the simulated torch_npu (operators defined from the
 torch-npu 2.13.0 wheel's published schemas, constraints checked), compared with the reference."""
 

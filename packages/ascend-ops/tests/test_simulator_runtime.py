@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The simulated torch.npu runtime and ascend_ops.device over it: install, devices, memory
 accounting, streams/events, ledger and call sites (docs/simulated-npu.md)."""
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Schemas read from the torch-npu 2.13.0 wheel (yaml ``custom`` with every overload, ATB header
 prototypes) and the missing-wheel error (ascend_ops.simulator.schemas)."""
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Speculative-decoding verification ops on the NPU branch over the simulated torch_npu
 (docs/simulated-npu.md): token-for-token agreement with the reference, no host sync, and an NPU
 graph capture replayed on new drafts/noise (no data-dependent shapes)."""

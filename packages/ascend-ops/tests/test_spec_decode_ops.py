@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Speculative-decoding verification ops on the CPU backends: property tests against an
 independent oracle of vLLM 0.32's rejection-sampler rule (tests/spec_samples.py), the documented
 bonus / first-rejection structure, and bad input."""

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Rejection sampling keeps the target distribution (Leviathan et al., arXiv:2211.17192,
 Theorem 1): the token emitted at a draft position -- the accepted draft or the recovered token --
 is distributed as the target ``p``, whatever the draft distribution ``q``. Chi-square goodness of

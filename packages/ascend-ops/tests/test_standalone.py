@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The op layer stands alone: no vLLM in its own test environment (DESIGN §2)."""
 
 from __future__ import annotations

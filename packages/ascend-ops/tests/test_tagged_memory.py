@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """ascend_ops.device.tagged_memory: release and restore tagged tensors (sleep mode), in CPU
 emulation and on the simulated NPU, where ``mem_get_info`` must move by the released bytes
 (docs/simulated-npu.md, "memory")."""

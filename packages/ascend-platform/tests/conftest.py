@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Shared test setup for the platform layer.
 
 Tests marked ``requires_meta`` exercise plugin discovery through the real entry points

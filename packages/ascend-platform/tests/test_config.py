@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """``additional_config`` parsing (``vllm_ascend_platform.config``).
 
 Expected keys, defaults and types are the documented options (README.md, the graph layer's

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The layer contract (docs/architecture.md, "The layer contract"): every installed layer's
 description validates and everything it publishes resolves; malformed descriptions are refused
 naming the field; the platform's source never imports a layer module nor re-types a layer path.

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """``vllm-ascend doctor`` (README.md, "Three modes"; docs/architecture.md).
 
 Runs in subprocesses so the environment (VLLM_PLUGINS, VLLM_ASCEND_EMULATE, the

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Refused features (``vllm_ascend_platform.features``): each named at start-up, with what to change.
 
 Field names checked against vLLM 0.32's VllmConfig / ModelConfig (vllm/config/*.py).

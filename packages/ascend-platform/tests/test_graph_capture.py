@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The runner's ACL graph capture context (``vllm_ascend_platform.graph_capture``).
 
 End to end (TP=2 with graphs on) is ``tests/e2e/test_parallel.py::test_tp2_graph_mode_matches_tp1``;

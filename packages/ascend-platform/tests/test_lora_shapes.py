@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """``lora_shapes.adapter_mismatches``: peft adapters (made by peft on a tiny transformers model)
 checked against checkpoints written by transformers, from safetensors headers."""
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """KV budget arithmetic and messages (``memory.py``), checked with hand-computed numbers."""
 
 from __future__ import annotations

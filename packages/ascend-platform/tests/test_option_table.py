@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The option support table against vLLM 0.32 itself: every engine argument, quantization
 method, kv_cache_dtype choice and VLLM_* variable read below the engine has exactly one row, no
 row names an option vLLM no longer has, each supported row names a test that exists, each

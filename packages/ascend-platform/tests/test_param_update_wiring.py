@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """connect_graph_param_updates: the hook one layer publishes reaches the registrar another
 publishes, both read from the layers' descriptions; VLLM_ASCEND_GRAPH_PARAM_UPDATE=0 leaves it
 unregistered."""

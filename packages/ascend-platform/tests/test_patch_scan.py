@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Every runtime change to a vLLM/torch object, a process global or an environment variable is
 a declared patch (docs/architecture.md, "Add a patch"; ``vllm_ascend_platform.patches``).
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The patch registry (docs/architecture.md, "Add a patch"): declared, applied once, drift detected."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The platform plugin decision and startup_check (docs/architecture.md, "How the plugin is found").
 
 The plugin's contract comes from docs/architecture.md and vLLM 0.32's

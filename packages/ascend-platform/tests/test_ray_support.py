@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Our env vars reach Ray workers through the Ray runtime env (``ray_support``;
 docs/architecture.md, "Environment facts").
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Torch stand-ins for vLLM's EAGLE proposer Triton kernels against per-request loops written
 from the kernels' bodies (vllm/v1/spec_decode/utils.py), and their registration by name."""
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Torch slot-mapping kernel vs the slot formula written out per token."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The one version check (vLLM against the platform's and every installed layer's range) and
 the layer-skew check.
 

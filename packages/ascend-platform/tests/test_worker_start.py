@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Worker start method and the bounded wait for worker READY (``vllm_ascend_platform.worker_start``).
 
 The hang being fixed is checked at its root here, independently of vLLM: GNU OpenMP (torch's

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """NPUModelRunner._zero_block_ids: manager blocks -> kernel blocks, zeroing asked of the layer's
 backend (``zero_kv_cache_blocks``) when it offers it, plain dim-0 zeroing otherwise.
 

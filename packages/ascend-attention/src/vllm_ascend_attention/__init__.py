@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Ascend attention backends for vLLM: ``ASCEND_ATTN`` (dense GQA/MQA, encoder-only) and
 ``ASCEND_MLA`` (DeepSeek multi-head latent attention).
 

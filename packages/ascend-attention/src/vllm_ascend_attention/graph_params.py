@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Updating attention's host arguments in captured FULL graphs (torch_npu's task-update path).
 
 A captured NPU graph replays ``npu_fused_infer_attention_score`` with the host

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Per-step host lengths for ``npu_fused_infer_attention_score`` (built once per step).
 
 FIA takes ``actual_seq_lengths`` (cumulative query ends, TND) and

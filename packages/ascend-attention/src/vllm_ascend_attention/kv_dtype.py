@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The KV cache's storage dtype (vLLM ``--kv-cache-dtype``) as the ascend_ops cache ops see it.
 
 vLLM 0.32 allocates an fp8 KV cache as ``torch.uint8`` bytes (``vllm/utils/torch_utils.py``,

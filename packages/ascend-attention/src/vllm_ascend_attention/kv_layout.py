@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """How the Ascend backends lay out a layer's KV cache slab.
 
 vLLM 0.32 allocates each layer's cache and hands the backend a logical

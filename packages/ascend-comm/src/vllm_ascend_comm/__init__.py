@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """vllm_ascend_comm: Ascend device communication for vLLM 0.32.
 
 - :class:`vllm_ascend_comm.communicator.NPUCommunicator`: vLLM's ``DeviceCommunicatorBase`` for

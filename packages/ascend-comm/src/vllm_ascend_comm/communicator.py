@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """``NPUCommunicator``: vLLM's device communicator for Ascend, over HCCL or (emulation) gloo.
 
 vLLM builds one per parallel group (``GroupCoordinator`` in ``vllm/distributed/parallel_state.py``)

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """ctypes binding to HCCL, Huawei's collective communication library (``libhccl.so``).
 
 Only the C entry points the communicator needs are bound. Prototypes and enum values follow

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """``PyHcclCommunicator``: one HCCL communicator driven through the ctypes binding.
 
 The NPU counterpart of vLLM's ``PyNcclCommunicator`` (``vllm/distributed/device_communicators/

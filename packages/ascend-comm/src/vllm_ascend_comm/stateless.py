@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """``stateless_init_device_torch_dist_pg``: the platform hook vLLM uses for stateless device groups.
 
 vLLM calls ``current_platform.stateless_init_device_torch_dist_pg`` from

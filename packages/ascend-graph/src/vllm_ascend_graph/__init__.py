@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """ACL graph capture and the Ascend compile backend for vLLM.
 
 Public surface (the platform names these by qualified-name strings only):

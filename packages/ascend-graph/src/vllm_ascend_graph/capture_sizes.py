@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """ACL graph capture sizes: validated, capped and fitted to the graph budget.
 
 Pure functions on plain ints so they can be tested without vLLM. The rules:

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """``AscendCompiler``: vLLM ``CompilerInterface`` for Ascend (no inductor).
 
 vLLM's ``VllmBackend`` splits the Dynamo graph at attention (piecewise) and hands each

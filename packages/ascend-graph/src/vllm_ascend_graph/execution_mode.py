@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """``configure_execution_mode``: graph and compile settings for a ``VllmConfig``.
 
 Called (as ``vllm_ascend_graph.configure``) from ``NPUPlatform.check_and_update_config``

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The graph layer's options: the ``additional_config["ascend_compilation_config"]`` section.
 
 :class:`GraphOptions` is the one definition of this section. The layer publishes it in its

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Parameter-update hooks run before each ACL graph replay.
 
 A captured NPU graph bakes in host-side scalars of the attention operator

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """``AscendPassManager``: the FX passes the Ascend compile backend runs on each piece.
 
 vLLM builds it from ``Platform.get_pass_manager_cls()``, calls ``configure(vllm_config)``

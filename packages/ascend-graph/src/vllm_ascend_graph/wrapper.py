@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """``ACLGraphWrapper``: vLLM 0.32's static graph wrapper for Ascend.
 
 Implements the ``AbstractStaticGraphWrapper`` protocol

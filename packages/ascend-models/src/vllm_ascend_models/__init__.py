@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """vllm_ascend_models: Ascend layers plugged into vLLM 0.32's override points.
 
 - RMSNorm / fused-add RMSNorm: vLLM IR-op provider ``"ascend"`` (:mod:`vllm_ascend_models.ir_kernels`),

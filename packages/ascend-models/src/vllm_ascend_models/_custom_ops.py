@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Out-of-tree CustomOp / PluggableLayer registration: activation, rotary embedding and the
 dense linear layers (prepacked host GEMMs, ``vllm_ascend_models.linear``)."""
 

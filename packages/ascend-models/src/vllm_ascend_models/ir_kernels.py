@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Ascend implementations of vLLM's IR ops ``rms_norm`` and ``fused_add_rms_norm``.
 
 vLLM 0.32 routes ``RMSNorm`` (both its ``forward_native`` and, on an out-of-tree platform, its

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Prepacked dense linears on the host: vLLM's unquantized linear / LM-head methods with the
 GEMM routed to ``ascend_ops.linear`` and the weight packed once, right after loading.
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Ascend MoE at vLLM 0.32's override point: the unquantized fused-MoE method.
 
 vLLM 0.32 builds MoE layers with ``FusedMoEFactory`` (``fused_moe/layer.py``): a router, a

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """ascend_ops: the hardware seam of vllm-ascend, usable from plain PyTorch.
 
 Each op is a ``torch.library`` custom op in namespace ``ascend`` (``torch.ops.ascend.<name>``) with

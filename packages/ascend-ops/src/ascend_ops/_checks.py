@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Argument validation shared by the ops: errors name the argument and what to change."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """KV-cache storage-dtype rules shared by the cache write and the attention ops.
 
 A cache holds the model's dtype, or a narrower storage dtype written by quantize-on-write and

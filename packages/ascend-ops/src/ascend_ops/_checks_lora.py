@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Argument validation of the LoRA ops (shapes only: no check reads device values, so the ops
 stay valid inside a captured graph). Errors name the argument and what to change."""
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Argument validation of the int8 ops (``ascend_ops.ops.quant``): errors name the argument."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Argument validation of the speculative-decoding ops (``ascend_ops.ops.spec_decode``).
 
 ``shapes`` reads only tensor metadata (safe on the device, inside a graph capture); ``layout``

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Backend selection and call counting shared by every op.
 
 Selection rule (ops contract): tensors on an ``npu`` device, or any tensor while the simulated NPU

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Native CPU branch: marshal tensors into raw pointers + shapes/strides for ``ascend_ops._C``.
 
 ``_C`` is a pybind11 module that does not link libtorch; it reads and writes memory at the

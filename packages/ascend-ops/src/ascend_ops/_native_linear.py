@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Native CPU branch of ``ascend.linear``: weights prepacked once into oneDNN / MKL layouts.
 
 The packed copies live only here, in a registry keyed by an integer handle; callers hold the

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """CPU implementation of the LoRA ops: vectorised torch, no C++ kernel.
 
 LoRA matmuls are thin (rank 8-128) and the adapters in one batch are few, so each op is a single

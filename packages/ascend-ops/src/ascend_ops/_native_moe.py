@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """CPU implementation of the MoE ops: vectorized torch (sort, gather, index_add, per-expert mm),
 plus the C++ grouped matmul of ``ascend_ops._C`` for decode-sized expert groups.
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Native CPU branch of the int8 ops: vectorised torch (no ``_C`` kernel).
 
 The int8 x int8 product uses ``torch._int_mm`` (exact int32 accumulation, oneDNN on x86); a

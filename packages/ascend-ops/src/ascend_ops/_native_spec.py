@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Native CPU branch of the speculative-decoding ops: marshal into ``ascend_ops._C``
 (``csrc/spec_decode.cpp``). Index tensors go as int64, ``is_greedy`` as uint8, uniforms as
 float64; probabilities keep their dtype (converted per element in C++). Semantics as in

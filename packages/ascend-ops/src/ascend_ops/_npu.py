@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """NPU branch: each op mapped onto the torch_npu operator whose semantics it follows.
 
 torch_npu is imported at call time (``sys.modules`` first) so that tests can run this branch on CPU

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """NPU branch of the LoRA ops.
 
 Device operator: ``torch_npu.npu_batch_gather_matmul_`` (op-plugin, GE op ``AddLora``; schema

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """NPU branch of the MLA ops: each mapped onto the torch_npu operator vllm-ascend uses.
 
 torch_npu is found at call time (``ascend_ops._npu.torch_npu``), so the simulated torch_npu

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """NPU branch of the MoE ops: torch_npu operators (torch-npu 2.13.0 published schemas).
 
 * ``npu_moe_gating_top_k(x, k, *, bias, k_group, group_count, group_select_mode, renorm, norm_type,

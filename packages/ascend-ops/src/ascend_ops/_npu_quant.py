@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """NPU branch of the int8 ops: torch_npu ``npu_quantize``, ``npu_dynamic_quant`` and
 ``npu_quant_matmul`` (schemas: torch-npu 2.13.0 ``npu_native_functions_by_codegen.yaml``;
 semantics and dtype combinations: its ``_op_plugin_docs.py``)."""

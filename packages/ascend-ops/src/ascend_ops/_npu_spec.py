@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """NPU branch of the speculative-decoding ops: vectorised aten device ops.
 
 torch-npu 2.13.0 publishes no rejection-sampling operator (its schemas,

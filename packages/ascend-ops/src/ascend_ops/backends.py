@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Which backend each op family runs on, and why (the selection rule of ``ascend_ops._dispatch``).
 
 For start-up logs and ``vllm-ascend doctor``: the caller says where its tensors live

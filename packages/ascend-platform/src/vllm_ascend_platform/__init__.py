@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """vllm-ascend platform layer: NPUPlatform, AscendConfig, worker, patch registry, doctor.
 
 Importing this package stays light (no vLLM, no torch_npu): vLLM's plugin loader and

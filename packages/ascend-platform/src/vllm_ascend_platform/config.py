@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """``AscendConfig``: the plugin's options, parsed from vLLM's ``additional_config``.
 
 Users pass them as JSON: ``--additional-config '{"ascend_compilation_config":

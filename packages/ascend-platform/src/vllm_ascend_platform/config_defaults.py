@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """What ``NPUPlatform.check_and_update_config`` does to a vLLM config.
 
 Order: front-door checks (version, plugin state, refused features, typed

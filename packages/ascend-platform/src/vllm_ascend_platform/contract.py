@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The layer contract: what each vLLM-facing layer publishes, and the one place it is read.
 
 Every layer above ``ascend_ops`` (attention, comm, graph, models, and any later one) publishes

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """``vllm-ascend doctor``: what would run, with which versions, and what is wrong.
 
 Reports the mode (npu, simulated-npu, emulation, inactive), device(s), the versions of vLLM,

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Process-wide set-up for CPU emulation mode.
 
 CPU-only torch raises "Cannot access accelerator device when none is available"

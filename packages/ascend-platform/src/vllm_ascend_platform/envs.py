@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Environment variables read by the Ascend platform layer.
 
 Every variable is read lazily (at call time) so tests and subprocesses can set

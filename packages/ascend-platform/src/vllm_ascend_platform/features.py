@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Features the Ascend plugin does not serve yet, refused at start-up.
 
 A request path that is not built must fail when the engine is configured, naming

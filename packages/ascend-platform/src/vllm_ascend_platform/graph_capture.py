@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """ACL graph capture context for the runner: vLLM's ``graph_capture`` without its CUDA-only assert.
 
 ``GPUModelRunner.capture_model`` (and its memory profiling of graphs) enter

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The kernel backend of each ``ascend_ops`` op family in this process's mode, for the start-up
 line, ``startup_check`` and ``vllm-ascend doctor`` (the rule itself: ``ascend_ops._dispatch``).
 

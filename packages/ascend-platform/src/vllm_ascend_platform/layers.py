@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Wiring between layers, by what their descriptions publish (docs/architecture.md, "The layer
 contract"): the platform never imports a layer module by name in its own source.
 """

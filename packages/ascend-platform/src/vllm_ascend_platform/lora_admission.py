@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Refuse a bad LoRA adapter when its request is admitted, not inside a model step.
 
 vLLM 0.32 loads a request's adapter in the worker, during the step that first schedules it

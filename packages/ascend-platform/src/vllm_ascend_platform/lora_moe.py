@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Start-up check: LoRA that would reach MoE experts vLLM cannot wrap on Ascend.
 
 vLLM 0.32 serves LoRA on MoE experts through ``FusedMoEWithLoRA`` / ``FusedMoE3DWithLoRA``

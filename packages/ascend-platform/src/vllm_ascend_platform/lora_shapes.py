@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Does a peft LoRA adapter fit the served checkpoint? Compared from safetensors headers only.
 
 vLLM 0.32 matches an adapter to the model by module-name suffix (``vllm/lora/worker_manager.py``

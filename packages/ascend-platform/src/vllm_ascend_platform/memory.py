@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """KV-cache budget on the (emulated) device: fail fast, say what to change.
 
 vLLM sizes the KV cache from what the worker reports as available. On Ascend the

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """``NPUModelRunner``: vLLM's GPU model runner, run on an Ascend (or emulated) device.
 
 We reuse ``vllm.v1.worker.gpu_model_runner.GPUModelRunner`` for everything the

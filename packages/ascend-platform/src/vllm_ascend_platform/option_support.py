@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Which vLLM 0.32 options the Ascend platform serves, refuses, or leaves to vLLM.
 
 The table (option_table.py, option_table_env.py) classifies every engine argument, quantization

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The support table: every vLLM 0.32 engine argument, quantization method and KV-cache dtype.
 
 Each group is (status, evidence, names). ``status`` is ``supported`` (evidence: the test that

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Support table, part 2: the ``VLLM_*`` environment variables vLLM 0.32 reads below the engine.
 
 "Below the engine" is what option_support.below_engine_env_vars() finds: names from

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Declarations of the patches whose code lives elsewhere (docs/architecture.md, "Add a patch").
 
 Each entry names the function that makes the change by its qualified name, imported only when

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The patch registry (docs/architecture.md, "Add a patch"): every runtime change, declared.
 
 Changing a vLLM or torch object, a process global or an environment variable at run time is the

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """``NPUPlatform``: vLLM's out-of-tree platform for Ascend NPUs.
 
 Three modes share this class: NPU mode (torch_npu present, device type ``npu``,

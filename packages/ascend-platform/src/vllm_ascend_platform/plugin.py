@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The platform plugin's decision and the start-up check.
 
 vLLM calls the meta-package's ``vllm_ascend:register`` (group

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Detect an msModelSlim checkpoint so ``vllm serve <dir>`` needs no ``--quantization ascend``.
 
 msModelSlim's ``ascendv1_saver`` leaves ``config.json`` as it was (no ``quantization_config``)

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Ray executor support: our env vars reach Ray workers before they import vLLM.
 
 With ``--distributed-executor-backend ray`` the workers are Ray actors started by the raylet, so

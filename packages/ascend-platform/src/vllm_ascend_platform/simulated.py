@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Process-wide set-up for simulated-NPU mode (``VLLM_ASCEND_SIMULATE_NPU=1``).
 
 The platform module calls :func:`install_simulated_npu` when it is imported, i.e. in every vLLM

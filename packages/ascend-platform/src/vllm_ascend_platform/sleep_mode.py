@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Ascend sleep mode: a vLLM 0.32 ``SleepModeBackend`` over ``ascend_ops``' tagged memory.
 
 vLLM dispatches ``LLM.sleep`` / ``wake_up`` / ``/sleep`` / ``/wake_up`` through the engine core

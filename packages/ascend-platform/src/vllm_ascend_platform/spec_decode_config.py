@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Start-up checks of ``speculative_config`` that vLLM 0.32 itself does not make.
 
 vLLM validates ``num_speculative_tokens > 0`` (pydantic, ``vllm/config/speculative.py``) and

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Torch stand-ins for the Triton kernels of vLLM 0.32's EAGLE/MTP proposer (host modes).
 
 vLLM's ``EagleProposer`` (``vllm/v1/spec_decode/llm_base_proposer.py``) launches three Triton

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Torch stand-ins for vLLM's Triton input-preparation kernels (emulation mode).
 
 Triton has no CPU backend on these machines (``HAS_TRITON`` is False), and vLLM's

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The one version check: installed vLLM against every layer's range, and the layer-skew check.
 
 Nothing here imports vLLM at module level, so ``vllm-ascend doctor`` can use it in an

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """``NPUWorker``: the device process vLLM's executor drives (one per NPU).
 
 Built on ``vllm.v1.worker.gpu_worker.Worker`` (the vLLM 0.32 worker interface:

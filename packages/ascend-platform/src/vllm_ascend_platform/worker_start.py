@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """How vLLM starts engine-core and worker processes on Ascend, and how long start-up may wait.
 
 Two jobs (docs/worker-start.md explains both with the vLLM sources they follow):

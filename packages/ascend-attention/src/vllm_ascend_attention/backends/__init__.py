@@ -1,1 +1,3 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Attention backend implementations, one per module."""

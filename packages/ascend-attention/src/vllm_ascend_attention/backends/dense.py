@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Dense GQA/MQA attention backend over a paged KV cache (``ASCEND_ATTN``).
 
 One kernel call serves every batch shape vLLM's scheduler produces — prefill,

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Ascend MLA backend: Multi-head Latent Attention (DeepSeek-V2/V3) on a latent KV cache.
 
 Built on vLLM 0.32's shared MLA scaffolding (``MLACommonBackend`` / ``MLACommonImpl`` /

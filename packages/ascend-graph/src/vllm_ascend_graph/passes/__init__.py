@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """FX fusion passes of the Ascend compile backend.
 
 Each pass is ``callable(fx.Graph) -> int`` (number of rewrites) with a ``name`` equal

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Small helpers for matching Dynamo-level FX graphs (``call_function``/``call_method``)."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Residual add + RMSNorm -> ``ascend.add_rms_norm`` (``torch_npu.npu_add_rms_norm``).
 
 Matches, on the Dynamo-level graph vLLM 0.32 hands the compile backend:

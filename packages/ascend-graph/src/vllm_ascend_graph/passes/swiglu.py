@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """SiLU(gate) * up -> ``ascend.swiglu`` (``torch_npu.npu_swiglu``).
 
 Matches vLLM's ``SiluAndMul.forward_native`` (``vllm/model_executor/layers/activation.py``)

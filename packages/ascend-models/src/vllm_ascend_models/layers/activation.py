@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """``SiluAndMul`` routed to ``ascend_ops.swiglu`` (torch_npu ``npu_swiglu``)."""
 
 from __future__ import annotations

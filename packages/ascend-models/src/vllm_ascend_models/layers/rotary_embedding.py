@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """vLLM rotary-embedding classes routed to ``ascend_ops.rotary_embedding``.
 
 ``CustomOp.__new__`` swaps a class for its OOT replacement by exact class name, so a

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """LoRA on the routed experts of the Ascend MoE method (``vllm_ascend_models/moe.py``).
 
 vLLM 0.32 wraps a MoE layer for LoRA with ``FusedMoEWithLoRA`` (``vllm/lora/layers/fused_moe.py``):

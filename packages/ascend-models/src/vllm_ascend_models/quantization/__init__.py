@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Ascend quantization (``quantization="ascend"``): msModelSlim W8A8 / W8A8_DYNAMIC checkpoints.
 
 :func:`register_quantization` adds :class:`AscendQuantConfig` to vLLM's quantization-config

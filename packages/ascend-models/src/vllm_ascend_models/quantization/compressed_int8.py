@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """int8 W8A8 compressed-tensors checkpoints through ``ascend_ops``: a vLLM int8 scaled-mm kernel.
 
 vLLM's ``compressed-tensors`` config (``CompressedTensorsW8A8Int8``) picks its GEMM from the

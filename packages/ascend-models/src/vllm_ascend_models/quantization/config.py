@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """``AscendQuantConfig``: vLLM ``QuantizationConfig`` for msModelSlim's Ascend format.
 
 msModelSlim (``msmodelslim quant ... `` with an ``ascendv1_saver``) writes, next to the

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Linear methods of ``quantization="ascend"``: W8A8 (static) and W8A8_DYNAMIC (per token).
 
 Checkpoint tensors per linear (msModelSlim ``ascendv1_saver``,

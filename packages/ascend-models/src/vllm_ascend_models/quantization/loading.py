@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Load-time checks of msModelSlim tensors: dtype and shape per tensor, and nothing missing.
 
 vLLM's weight loaders copy a checkpoint tensor into the parameter with ``Tensor.copy_``, which

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """``AscendRejectionSampler``: vLLM 0.32's ``RejectionSampler`` with its Triton kernels replaced
 by ``ascend_ops.sample_recovered_tokens`` / ``ascend_ops.rejection_sample``.
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Device runtime seam: the only place that talks to the device runtime (torch.npu or CPU).
 
 ``current_device()``, ``synchronize()``, ``Stream``, ``Event``, ``ExternalEvent``,

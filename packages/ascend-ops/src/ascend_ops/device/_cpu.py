@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """CPU emulation of the device runtime: no-op streams/events, eager graphs, budgeted memory."""
 
 from __future__ import annotations

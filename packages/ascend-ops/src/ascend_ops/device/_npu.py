@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Device runtime over ``torch.npu`` (registered by torch_npu, or by ``ascend_ops.simulator``).
 
 With the simulated NPU (``torch.npu.is_simulated()``), tensors live on the CPU, so

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Tagged device memory for sleep mode: release and restore groups of tensors by tag.
 
 A framework registers the tensors of a group under a tag (vLLM uses ``"weights"`` and

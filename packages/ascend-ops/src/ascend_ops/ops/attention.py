@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Paged attention ops: ``torch.ops.ascend.fused_infer_attention`` and its ``.out`` form
 ``torch.ops.ascend.fused_infer_attention_out`` (graph-capturable, parameter-updatable)."""
 

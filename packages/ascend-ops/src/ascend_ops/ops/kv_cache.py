@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Paged KV-cache write op: ``torch.ops.ascend.reshape_and_cache``."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Dense linear op with CPU weight prepacking: ``torch.ops.ascend.linear``.
 
 ``pack_linear_weight(weight)`` returns an integer handle; ``linear(x, weight, bias, handle)``

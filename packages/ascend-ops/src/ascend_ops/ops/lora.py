@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """LoRA (Punica) ops: ``torch.ops.ascend.lora_{shrink,expand,linear}`` (per token, BGMV) and
 ``torch.ops.ascend.sgmv_{shrink,expand}`` (per segment, SGMV).
 

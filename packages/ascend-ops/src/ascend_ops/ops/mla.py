@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """MLA ops (Multi-head Latent Attention, DeepSeek-V2/V3): ``torch.ops.ascend.mla_decode``,
 ``torch.ops.ascend.mla_prefill`` and ``torch.ops.ascend.mla_gather_context``.
 

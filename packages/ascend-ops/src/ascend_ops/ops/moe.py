@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """MoE ops: ``torch.ops.ascend.moe_gating_top_k``, ``moe_init_routing``, ``moe_finalize_routing``,
 ``grouped_matmul``.
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """RMSNorm ops: ``torch.ops.ascend.rms_norm`` and ``torch.ops.ascend.add_rms_norm``."""
 
 from __future__ import annotations

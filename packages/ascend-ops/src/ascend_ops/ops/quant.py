@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """int8 quantization ops: ``torch.ops.ascend.quantize``, ``dynamic_quant`` and ``quant_matmul``.
 
 They are the three steps of an Ascend W8A8 linear layer (msModelSlim ``W8A8`` / ``W8A8_DYNAMIC``

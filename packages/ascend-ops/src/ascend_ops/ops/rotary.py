@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Rotary embedding op: ``torch.ops.ascend.rotary_embedding``."""
 
 from __future__ import annotations

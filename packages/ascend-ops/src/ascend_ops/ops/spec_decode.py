@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Speculative-decoding verification ops: ``torch.ops.ascend.sample_recovered_tokens`` and
 ``torch.ops.ascend.rejection_sample``.
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Pure-torch reference implementations: readable, slow, and the oracle for every other backend.
 
 They take the same arguments as the public ops but do no argument validation beyond what torch

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """SwiGLU reference (semantics of torch_npu.npu_swiglu(x, dim=-1) and vLLM SiluAndMul)."""
 
 from __future__ import annotations

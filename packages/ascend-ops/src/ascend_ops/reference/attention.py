@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Paged attention reference (semantics of npu_fused_infer_attention_score, TND layout, paged KV)."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Paged KV-cache write reference (semantics of ATB _npu_reshape_and_cache)."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Scaled KV-cache storage: quantize on write, dequantize on read (reference math).
 
 Semantics of vLLM's quantized KV cache (``vllm/_custom_ops.py`` ``reshape_and_cache*`` with

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Reference dense linear: y = x @ weight^T + bias (``torch.nn.functional.linear`` semantics)."""
 
 from __future__ import annotations

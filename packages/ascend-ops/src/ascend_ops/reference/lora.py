@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Reference LoRA (Punica) kernels: per-token loops in float64, written for readability.
 
 Semantics follow vLLM 0.32's punica interface (``vllm/lora/punica_wrapper/punica_base.py``,

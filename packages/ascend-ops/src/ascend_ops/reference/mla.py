@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """MLA reference kernels (semantics of vllm-ascend's MLA decode on npu_fused_infer_attention_score
 with ``query_rope``/``key_rope``), vectorised over requests with padded batches.
 

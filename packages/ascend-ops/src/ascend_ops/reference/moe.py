@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """MoE references: expert selection, token routing, grouped matmul, written as plain loops.
 
 Semantics followed (and written out here so tests can read them):

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """RMSNorm references (semantics of torch_npu.npu_rms_norm / npu_add_rms_norm)."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Reference int8 quantization kernels: static and per-token dynamic activation quantization and
 the int8 x int8 matmul with dequantization (the semantics of torch_npu ``npu_quantize``,
 ``npu_dynamic_quant`` and ``npu_quant_matmul``, torch-npu 2.13.0 ``_op_plugin_docs.py``).

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Rotary position embedding reference (vLLM cos_sin_cache convention, ATB _npu_rotary_embedding)."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Reference speculative-decoding verification: rejection sampling with recovered and bonus tokens.
 
 Semantics: vLLM 0.32 ``vllm/v1/sample/rejection_sampler.py`` (its ``rejection_greedy_sample``,

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Simulated NPU: ``torch_npu`` and ``torch.npu`` on the CPU (see ``docs/simulated-npu.md``).
 
 ``install(capacity_bytes=64 << 30)`` puts a simulated ``torch_npu`` module (operators defined

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Documented constraints of each simulated operator; a violation raises
 ``SimulatedNpuError("<operator>: <rule>")`` before the kernel runs.
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Documented constraints of the simulated int8 operators (rules as in ``constraints``).
 
 Source: [PLUGIN] ``torch_npu/_op_plugin_docs.py`` in the torch-npu 2.13.0 wheel, sections

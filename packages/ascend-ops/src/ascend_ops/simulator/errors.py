@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The one error type the simulated NPU raises for a broken operator or runtime rule."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Simulated NPU graphs: capture records device ops, replay re-runs them on current contents.
 
 Model (``docs/simulated-npu.md``; API of ``torch_npu/npu/graphs.py``):

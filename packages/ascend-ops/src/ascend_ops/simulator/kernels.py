@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Reference kernels of the simulated torch_npu operators (norm, activation, rope, KV cache).
 
 Each kernel takes the operator's arguments by their published names (already bound and

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Reference kernel of ``npu_fused_infer_attention_score`` (and its ``.out`` overload) over a
 paged KV cache, written from the operator's documentation (``torch_npu/_op_plugin_docs.py``):
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Reference kernel of the simulated ``npu_batch_gather_matmul`` / ``npu_batch_gather_matmul_``
 (op-plugin, GE op ``AddLora``): the semantics ``torch_npu/_op_plugin_docs.py`` publishes, per
 row in float32, written independently of ``ascend_ops.reference.lora``.

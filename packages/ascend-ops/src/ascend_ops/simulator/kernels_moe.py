@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Reference kernels of the simulated torch_npu MoE operators: the published operator
 semantics, written independently of ``ascend_ops.reference.moe`` (per-row loops over the raw index arguments), plus
 the modes the simulator models (renorm=0, drop_pad_mode=0, one [E, K, N] weight with counts);

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Reference kernels of the simulated torch_npu int8 operators, written from the operator docs
 (torch-npu 2.13.0 ``_op_plugin_docs.py``: npu_quantize, npu_dynamic_quant, npu_quant_matmul),
 independently of ``ascend_ops.reference.quant``. The documented argument rules are checked in

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """What the simulated NPU did: operator launches, device-to-device copies, host syncs, replays,
 and the source lines of our packages that called into torch_npu / torch.npu.
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The simulated ``torch_npu`` module: published schemas defined in ``torch.library``.
 
 Every operator with a simulator kernel is defined in namespace ``npu`` (yaml ``custom`` ops, all

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """What the simulator's dispatch modes share: which ops are device ops, which are host syncs,
 how a captured op is frozen and re-run (``RecordedOp``), and ``tracking()`` (ledger counts of
 aten ops outside a capture). The capture/replay model is described in ``graph``."""

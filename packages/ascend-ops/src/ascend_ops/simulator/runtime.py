@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """The simulated ``torch.npu`` namespace: devices, memory accounting, streams and events.
 
 Surface and meaning follow torch_npu 2.13.0 (``torch_npu/npu/__init__.py``, ``memory.py``,

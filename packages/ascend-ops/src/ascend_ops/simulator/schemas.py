@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 """Operator schemas published by the torch-npu 2.13.0 wheel (read from the wheel, never installed).
 
 * ``wheel_path()`` finds the wheel in the cache folder ``$ASCEND_OPS_TORCH_NPU_CACHE`` (default

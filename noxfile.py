@@ -209,8 +209,9 @@ def e2e(session: nox.Session) -> None:
         # platform tests that need the meta-package's entry points (skipped in its own session)
         session.run(str(VENV_PY), "-m", "pytest", str(ROOT / "packages" / "ascend-platform" / "tests"),
                     "-m", "requires_meta", "-p", "no:cacheprovider", "-q", env=env, external=True)
+    # --durations: the slowest tests in CI's log, to keep the run inside its time budget
     session.run(str(VENV_PY), "-m", "pytest", *targets, *skip_sim, "-p", "no:cacheprovider", "-v",
-                "--timeout=1800", *session.posargs, env=env, external=True)
+                "--timeout=1800", "--durations=30", *session.posargs, env=env, external=True)
 
 
 SIM_E2E_GLOB = "test_simulated_npu*.py"
@@ -244,7 +245,7 @@ def npu_coverage(session: nox.Session) -> None:
     else:
         session.warn("packages/ascend-ops/tests has no simulated-NPU test files")
     session.run(str(VENV_PY), "-m", "pytest", *sorted(map(str, (ROOT / "tests" / "e2e").glob(SIM_E2E_GLOB))),
-                "-p", "no:cacheprovider", "-v", "--timeout=1800", *session.posargs,
+                "-p", "no:cacheprovider", "-v", "--timeout=1800", "--durations=15", *session.posargs,
                 env={**env, "VLLM_ASCEND_EMULATE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"},
                 external=True)
     session.run(str(VENV_PY), str(ROOT / "scripts" / "npu_coverage.py"), str(dump), env=env,

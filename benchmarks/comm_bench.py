@@ -8,7 +8,7 @@ message size, the same collective twice in the same run: through
 ``torch.distributed`` directly on the same gloo group. The two are interleaved in rounds
 (ours, raw, raw, ours, ...) so drift of a shared 2-core box hits both alike; the best round
 of each is reported (preemption only ever adds time, so the minimum is the least noisy). ratio =
-ours / raw latency (the issue's bar: 0.8 .. 1.25).
+ours / raw latency (the target band: 0.8 .. 1.25).
 
 Bandwidth is the bus bandwidth convention of nccl-tests: all_reduce moves 2(n-1)/n of the
 buffer per rank, all_gather (n-1)/n of the output.

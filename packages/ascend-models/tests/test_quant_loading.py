@@ -3,8 +3,8 @@
 """quantization="ascend" loading without an engine: real vLLM linear layers (one-rank gloo group)
 take msModelSlim tensors through our checked loaders (quantization/loading.py). A tensor with the
 wrong dtype or shape, or one that never arrives, is refused naming the checkpoint tensor and what
-msModelSlim's ``ascendv1`` format has there (dtypes and shapes: the issue's format list, the
-saver's output read back from a real checkpoint in tests/e2e)."""
+msModelSlim's ``ascendv1`` format has there (dtypes and shapes: msModelSlim's W8A8 / W8A8_DYNAMIC
+tensor list, the saver's output read back from a real checkpoint in tests/e2e)."""
 
 from __future__ import annotations
 

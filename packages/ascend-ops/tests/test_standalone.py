@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""The op layer stands alone: no vLLM in its own test environment (docs/architecture.md, Layers: never imports vLLM)."""
+"""The op layer stands alone: no vLLM in its own test environment (docs/architecture.md: it never imports vLLM)."""
 
 from __future__ import annotations
 

@@ -73,3 +73,21 @@ def test_simulated_npu_refuses_float32(dtype, refused):
             check_simulated_dtype(config)
     else:
         check_simulated_dtype(config)
+
+
+def test_every_variable_the_code_reads_is_declared():
+    """Each ``VLLM_ASCEND_*`` name spelled as a string in the sources (the packages, the
+    meta-package, noxfile.py, scripts/) is declared in ``ENVIRONMENT_VARIABLES``, so ``doctor``
+    and vLLM's unknown-variable check never call a variable we read "ignored"."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    files = [*root.glob("packages/*/src/**/*.py"), *root.glob("src/**/*.py"),
+             root / "noxfile.py", *root.glob("scripts/*.py"), *root.glob("scripts/*.sh")]
+    pattern = re.compile(r"[\"'](VLLM_ASCEND_[A-Z0-9_]+)[\"']")
+    read = {m.group(1): f for f in files for m in pattern.finditer(f.read_text())}
+    assert "VLLM_ASCEND_EMULATE" in read  # the scan sees the sources
+    undeclared = {name: str(f.relative_to(root)) for name, f in read.items()
+                  if name not in envs.ENVIRONMENT_VARIABLES}
+    assert not undeclared, f"add these to vllm_ascend_platform.envs.ENVIRONMENT_VARIABLES: {undeclared}"

@@ -34,6 +34,13 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
         "1 runs the plugin's NPU code path on CPU over the simulated torch_npu "
         "(ascend_ops.simulator; simulated-NPU mode)"
     ),
+    "VLLM_ASCEND_GRAPH_DUMP": (
+        "a file path: the graph layer's pass manager appends each FX graph before its passes "
+        "(debugging)"
+    ),
+    "VLLM_ASCEND_CACHE": "root of the vllm-ascend cache (default ~/.cache/vllm-ascend; demo weights)",
+    "VLLM_ASCEND_VENV": "tooling: the virtual environment nox uses (default .venv in the checkout)",
+    "VLLM_ASCEND_WHEELHOUSE": "tooling: the wheel folder the release tests install from",
 }
 
 _DEFAULT_EMULATED_MEMORY = 8 * GiB

@@ -19,6 +19,7 @@ ascend_ops rebuilds a pack whose weight was rewritten).
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import ascend_ops
@@ -40,9 +41,20 @@ NO_PACK = -1
 
 
 def _pack(layer: torch.nn.Module) -> None:
+    """Pack ``layer.weight`` and tie the pack's lifetime to the layer.
+
+    The packed copy lives in ascend_ops' registry under an integer handle; it is released when
+    the layer is garbage-collected (an engine torn down in the same process would otherwise keep
+    every pack it made) and when the layer is packed again (a weight reload)."""
+    previous = getattr(layer, "ascend_linear_handle", NO_PACK)
+    if previous != NO_PACK:
+        ascend_ops.release_linear_weight(previous)
     weight = getattr(layer, "weight", None)
     ok = isinstance(weight, torch.Tensor) and weight.dim() == 2 and not weight.is_meta
-    layer.ascend_linear_handle = ascend_ops.pack_linear_weight(weight) if ok else NO_PACK
+    handle = ascend_ops.pack_linear_weight(weight) if ok else NO_PACK
+    layer.ascend_linear_handle = handle
+    if handle != NO_PACK:
+        weakref.finalize(layer, ascend_ops.release_linear_weight, handle)
 
 
 class PackedLinearMethod(UnquantizedLinearMethod):

@@ -97,48 +97,19 @@ def _swap(layer: torch.nn.Module, plain: type, packed: Any) -> None:
         layer.quant_method = new
 
 
-class AscendReplicatedLinear(ReplicatedLinear):
+def _replacement(base: Any, plain: type, packed: Any) -> type:
+    """``Ascend<base>``: vLLM's layer class whose exact ``plain`` method becomes ``packed``."""
+
     def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        _swap(self, UnquantizedLinearMethod, PackedLinearMethod)
+        base.__init__(self, *args, **kwargs)
+        _swap(self, plain, packed)
 
-
-class AscendColumnParallelLinear(ColumnParallelLinear):
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        _swap(self, UnquantizedLinearMethod, PackedLinearMethod)
-
-
-class AscendMergedColumnParallelLinear(MergedColumnParallelLinear):
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        _swap(self, UnquantizedLinearMethod, PackedLinearMethod)
-
-
-class AscendQKVParallelLinear(QKVParallelLinear):
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        _swap(self, UnquantizedLinearMethod, PackedLinearMethod)
-
-
-class AscendRowParallelLinear(RowParallelLinear):
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        _swap(self, UnquantizedLinearMethod, PackedLinearMethod)
-
-
-class AscendParallelLMHead(ParallelLMHead):
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        _swap(self, UnquantizedEmbeddingMethod, PackedLMHeadMethod)
+    return type(f"Ascend{base.__name__}", (base,), {"__init__": __init__, "__module__": __name__})
 
 
 #: (vLLM class, our OOT replacement) for the dense linear layers
-LINEAR_REPLACEMENTS: tuple[tuple[type, type], ...] = (
-    (ReplicatedLinear, AscendReplicatedLinear),
-    (ColumnParallelLinear, AscendColumnParallelLinear),
-    (MergedColumnParallelLinear, AscendMergedColumnParallelLinear),
-    (QKVParallelLinear, AscendQKVParallelLinear),
-    (RowParallelLinear, AscendRowParallelLinear),
-    (ParallelLMHead, AscendParallelLMHead),
-)
+LINEAR_REPLACEMENTS: tuple[tuple[type, type], ...] = tuple(
+    (base, _replacement(base, UnquantizedLinearMethod, PackedLinearMethod))
+    for base in (ReplicatedLinear, ColumnParallelLinear, MergedColumnParallelLinear,
+                 QKVParallelLinear, RowParallelLinear)
+) + ((ParallelLMHead, _replacement(ParallelLMHead, UnquantizedEmbeddingMethod, PackedLMHeadMethod)),)

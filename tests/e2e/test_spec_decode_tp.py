@@ -1,0 +1,87 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
+"""n-gram speculative decoding with tensor parallelism (TP=2, CPU emulation, two worker ranks).
+
+Oracle: greedy output without speculation and without sharding, from HF transformers on the
+same checkpoint (an exact oracle: whatever the draft proposes, temperature-0 output must not
+change; Leviathan et al. arXiv:2211.17192; our TP=1 engine equals HF on this checkpoint,
+``test_parallel.py``, ``test_lora_tp.py``). At TP=2
+every rank runs the target on ``1 + k``-token verification queries with its half of the heads,
+the LM head's logits are gathered, and the driver's rejection sampler
+(``AscendRejectionSampler``) decides; the n-gram proposer runs on the driver only.
+
+A tiny random Qwen3 (``tiny_qwen3.py``: 4 query / 2 KV heads, so both split over 2 ranks;
+SmolLM2's 9 heads do not) keeps the start short. A random model seldom repeats itself, so the
+lookup goes down to one token (``prompt_lookup_min=1``): a draft is proposed whenever the last
+token occurred before in prompt or output, and the last prompt's greedy output repeats a
+two-token pair, so a draft is accepted. Eager only: TP=2 graph capture is
+``test_parallel.py``'s, n-gram graphs are ``test_spec_decode_ngram.py``'s.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from engine import close_llm, make_llm
+from tiny_qwen3 import save_tiny_qwen3
+
+K = 3
+NGRAM = {"method": "ngram", "num_speculative_tokens": K, "prompt_lookup_max": 3,
+         "prompt_lookup_min": 1}
+PROMPTS = [  # token ids of the SmolLM2 vocabulary, each pattern repeated
+    [1, 504, 3458, 314, 4536, 504, 3458, 314, 4536, 504, 3458, 314],
+    [7, 19, 3456, 22, 901, 7, 19, 3456, 22, 901, 7, 19],
+    [2189, 578, 2189, 578, 2189, 578, 2189],
+    [5, 6, 7, 8, 5, 6, 7, 8, 5, 6, 7],
+]
+NEW_TOKENS = 24
+
+
+def _generate(llm) -> list[list[int]]:
+    """Greedy tokens per prompt (temperature 0, ``NEW_TOKENS`` each, EOS ignored)."""
+    from vllm import SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    params = SamplingParams(temperature=0.0, max_tokens=NEW_TOKENS, ignore_eos=True)
+    outs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in PROMPTS], params,
+                        use_tqdm=False)
+    return [list(o.outputs[0].token_ids) for o in outs]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> str:
+    return save_tiny_qwen3(tmp_path_factory.mktemp("spec_tp") / "model")
+
+
+@pytest.fixture(scope="module")
+def two_gib():
+    """2 GiB of emulated device memory per rank (as test_parallel.py's engines get), restored."""
+    saved = os.environ.get("VLLM_ASCEND_EMULATE_DEVICE_MEMORY")
+    os.environ["VLLM_ASCEND_EMULATE_DEVICE_MEMORY"] = "2GiB"
+    yield
+    if saved is None:
+        os.environ.pop("VLLM_ASCEND_EMULATE_DEVICE_MEMORY", None)
+    else:
+        os.environ["VLLM_ASCEND_EMULATE_DEVICE_MEMORY"] = saved
+
+
+def test_tp2_ngram_greedy_equals_unsharded_greedy(tiny, two_gib):
+    from hf_oracle import HFOracle
+
+    oracle = HFOracle(tiny)
+    reference = [oracle.greedy(p, NEW_TOKENS).tokens for p in PROMPTS]
+    del oracle
+    llm = make_llm(tiny, max_model_len=256, max_num_seqs=8, tensor_parallel_size=2,
+                   speculative_config=NGRAM, disable_log_stats=False)
+    try:
+        got = _generate(llm)
+        counters = {m.name: m.value for m in llm.get_metrics()
+                    if m.name.startswith("vllm:spec_decode_num_") and hasattr(m, "value")}
+    finally:
+        close_llm(llm)
+    assert got == reference
+    drafted = counters.get("vllm:spec_decode_num_draft_tokens", 0)
+    accepted = counters.get("vllm:spec_decode_num_accepted_tokens", 0)
+    print(f"TP=2 n-gram acceptance {accepted:.0f}/{drafted:.0f}")
+    assert 0 < accepted <= drafted, counters

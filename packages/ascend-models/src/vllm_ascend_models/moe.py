@@ -61,6 +61,29 @@ def validate_moe_settings(*, num_experts: int, top_k: int, ep_size: int, scoring
             raise ValueError(f"topk_group={topk_group} must be between 1 and n_group={groups}")
 
 
+def validate_layer(layer, moe) -> None:
+    """Raise ValueError naming the setting when ``ascend_moe_forward`` cannot run ``layer``
+    (vLLM ``RoutedExperts``; ``moe`` its ``FusedMoEConfig``); called from ``create_weights``."""
+    validate_moe_settings(
+        num_experts=layer.global_num_experts,
+        top_k=layer.top_k,
+        ep_size=1,
+        scoring_func=layer.scoring_func,
+        activation=layer.activation.value,
+        num_expert_group=layer.num_expert_group if layer.use_grouped_topk else None,
+        topk_group=layer.topk_group if layer.use_grouped_topk else None,
+    )
+    if layer.custom_routing_function is not None:
+        raise ValueError(
+            "custom MoE routing functions (custom_routing_function, e.g. Llama 4) are not "
+            "supported on Ascend yet"
+        )
+    if layer.apply_router_weight_on_input:
+        raise ValueError("apply_router_weight_on_input=True is not supported on Ascend yet")
+    if moe.has_bias:
+        raise ValueError("MoE expert biases (has_bias) are not supported on Ascend yet")
+
+
 def _method_class():
     from vllm.model_executor.layers.fused_moe.unquantized_fused_moe_method import (
         UnquantizedFusedMoEMethod,
@@ -89,24 +112,7 @@ def _method_class():
             return True
 
         def create_weights(self, layer, *args, **kwargs):
-            validate_moe_settings(
-                num_experts=layer.global_num_experts,
-                top_k=layer.top_k,
-                ep_size=1,
-                scoring_func=layer.scoring_func,
-                activation=layer.activation.value,
-                num_expert_group=layer.num_expert_group if layer.use_grouped_topk else None,
-                topk_group=layer.topk_group if layer.use_grouped_topk else None,
-            )
-            if layer.custom_routing_function is not None:
-                raise ValueError(
-                    "custom MoE routing functions (custom_routing_function, e.g. Llama 4) are not "
-                    "supported on Ascend yet"
-                )
-            if layer.apply_router_weight_on_input:
-                raise ValueError("apply_router_weight_on_input=True is not supported on Ascend yet")
-            if self.moe.has_bias:
-                raise ValueError("MoE expert biases (has_bias) are not supported on Ascend yet")
+            validate_layer(layer, self.moe)
             return super().create_weights(layer, *args, **kwargs)
 
         def apply_monolithic(self, layer, x, router_logits, input_ids=None):
@@ -142,6 +148,10 @@ def ascend_moe_forward(layer, x: torch.Tensor, router_logits: torch.Tensor) -> t
     num_local = layer.w13_weight.shape[0]
     expanded_x, row_idx, expanded_ids = ascend_ops.moe_init_routing(x, ids)
     counts = torch.bincount(expanded_ids.long(), minlength=num_local)
+    int8_experts = getattr(layer.quant_method, "int8_experts", None)  # quantization/moe.py
+    if int8_experts is not None:
+        y = int8_experts(layer, expanded_x, counts)
+        return ascend_ops.moe_finalize_routing(y, weights.to(y.dtype), row_idx, ids)
     w13 = layer.w13_weight.transpose(1, 2)  # [E, H, 2I]
     w2 = layer.w2_weight.transpose(1, 2)  # [E, I, H]
     h = ascend_ops.grouped_matmul(expanded_x, w13, counts)

@@ -8,7 +8,8 @@ and one entry per saved tensor naming its scheme (``"W8A8"``, ``"W8A8_DYNAMIC"``
 e.g. ``"model.layers.0.self_attn.q_proj.weight": "W8A8_DYNAMIC"`` (format: msModelSlim
 ``core/quant_service/modelslim_v1/save/ascendv1.py``; vllm-ascend reads the same file).
 Each linear layer's scheme is the one of its ``<prefix>.weight`` entry; a fused vLLM layer
-(``qkv_proj``, ``gate_up_proj``) takes the scheme its parts share. A scheme we do not implement,
+(``qkv_proj``, ``gate_up_proj``) takes the scheme its parts share; routed MoE experts take the
+scheme all their per-expert entries share (``moe.py``: W8A8_DYNAMIC or FLOAT). A scheme we do not implement,
 or parts with different schemes, raise ``ValueError`` naming the tensor and the scheme.
 """
 
@@ -125,6 +126,19 @@ class AscendQuantConfig(QuantizationConfig):
         return next(iter(schemes.values()))
 
     def get_quant_method(self, layer: torch.nn.Module, prefix: str) -> QuantizeMethodBase | None:
+        from vllm.model_executor.layers.fused_moe import RoutedExperts
+
+        if isinstance(layer, RoutedExperts):
+            from vllm_ascend_models.quantization.moe import (
+                AscendW8A8DynamicFusedMoEMethod,
+                experts_scheme,
+            )
+
+            projs = (layer.ckpt_gate_proj_name, layer.ckpt_up_proj_name, layer.ckpt_down_proj_name)
+            if experts_scheme(self.description, prefix, layer.global_num_experts,
+                              projs) == "W8A8_DYNAMIC":
+                return AscendW8A8DynamicFusedMoEMethod(layer.moe_config, prefix)
+            return None  # float experts: vLLM's unquantized method (Ascend's, out of tree)
         if not isinstance(layer, LinearBase):
             return None  # embeddings, lm_head, attention: float
         from vllm_ascend_models.quantization.linear import (

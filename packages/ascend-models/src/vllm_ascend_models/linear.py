@@ -57,6 +57,16 @@ def _pack(layer: torch.nn.Module) -> None:
         weakref.finalize(layer, ascend_ops.release_linear_weight, handle)
 
 
+def _plain(t: torch.Tensor | None) -> torch.Tensor | None:
+    """``t`` as a plain ``torch.Tensor`` aliasing the same storage and version counter.
+
+    vLLM's weight parameters are ``torch.Tensor`` subclasses whose ``__torch_function__`` only
+    forwards to torch's (``BasevLLMParameter``, vllm/model_executor/parameter.py); a subclass
+    sends ``ascend_ops.linear`` through the dispatcher and that Python hook on every call, a
+    plain tensor lets it call the native kernel directly (``eager_direct``). Same result."""
+    return t if t is None or type(t) is torch.Tensor else t.as_subclass(torch.Tensor)
+
+
 class PackedLinearMethod(UnquantizedLinearMethod):
     """vLLM's ``UnquantizedLinearMethod``; with a pack (``layer.ascend_linear_handle`` >= 0)
     ``apply`` runs ``ascend_ops.linear`` on it: x [..., K] -> [..., N] in the weight's dtype."""
@@ -70,7 +80,7 @@ class PackedLinearMethod(UnquantizedLinearMethod):
         handle = getattr(layer, "ascend_linear_handle", NO_PACK)
         if handle == NO_PACK:
             return super().apply(layer, x, bias)
-        return ascend_ops.linear(x, layer.weight, bias, handle)
+        return ascend_ops.linear(x, _plain(layer.weight), _plain(bias), handle)
 
 
 class PackedLMHeadMethod(UnquantizedEmbeddingMethod):
@@ -86,7 +96,7 @@ class PackedLMHeadMethod(UnquantizedEmbeddingMethod):
         handle = getattr(layer, "ascend_linear_handle", NO_PACK)
         if handle == NO_PACK:
             return super().apply(layer, x, bias)
-        return ascend_ops.linear(x, layer.weight, bias, handle)
+        return ascend_ops.linear(x, _plain(layer.weight), _plain(bias), handle)
 
 
 def _swap(layer: torch.nn.Module, plain: type, packed: Any) -> None:

@@ -7,7 +7,10 @@ driven with the ``openai`` SDK. Expected tokens and logprobs come from HF
 transformers' forward pass on the same checkpoint; the HTTP statuses are vLLM
 0.32's own documented behaviour. The same server start also covers a valid ``additional_config``
 (vLLM's own additional_config keys, one with a value Ascend has no kernel for) and
-the plugin selection (``VLLM_PLUGINS`` naming our two plugins, logged).
+the plugin selection (``VLLM_PLUGINS`` naming our two plugins, logged). The server runs with
+n-gram speculative decoding (``--speculative-config``), so the HF-greedy and logprob checks
+also cover verification through our rejection sampler, and vLLM's spec-decode counters are
+read from ``/metrics`` (docs/spec-decode.md).
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ from test_server_helpers import Server, demo_model_path, emulation_env
 
 MAX_LEN = 512
 TOKENS = list(range(1000, 1600))  # ordinary vocabulary ids of SmolLM2 (vocab 49152)
+K = 3  # n-gram draft tokens per step
+NGRAM = {"method": "ngram", "num_speculative_tokens": K, "prompt_lookup_max": 3,
+         "prompt_lookup_min": 2}
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +43,8 @@ def server(model_path, tmp_path_factory):
     env = emulation_env(VLLM_PLUGINS="ascend,ascend_layers")
     srv = Server(model_path, tmp_path_factory.mktemp("server") / "server.log", env,
                  "--kda-prefill-backend", "auto", "--kda-decode-backend", "auto",
-                 "--gdn-prefill-backend", "triton", "--enforce-eager")
+                 "--gdn-prefill-backend", "triton", "--enforce-eager",
+                 "--speculative-config", json.dumps(NGRAM))
     yield srv
     srv.close()
 
@@ -149,6 +156,40 @@ def test_health_and_metrics(server, client, model):
     values = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
               if line.startswith("vllm:prompt_tokens_total")]
     assert values and sum(values) >= 3
+
+
+def _spec_counters(server) -> dict[str, float]:
+    """vLLM's spec-decode counters (``vllm/v1/spec_decode/metrics.py``) from ``/metrics``,
+    parsed with prometheus_client; per-position counts under ``"pos<i>"``."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    out: dict[str, float] = {}
+    text = httpx.get(f"{server.url}/metrics", timeout=10).text
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if not s.name.startswith("vllm:spec_decode_num_") or not s.name.endswith("_total"):
+                continue
+            key = s.name[len("vllm:spec_decode_num_"):-len("_total")]
+            if "position" in s.labels:
+                key = f"pos{s.labels['position']}"
+            out[key] = out.get(key, 0.0) + s.value
+    return out
+
+
+def test_spec_decode_metrics_count_accepted_ngram_drafts(server, client, model):
+    """A self-repeating prompt: n-gram drafts are proposed and some accepted. Rejection
+    sampling accepts a prefix of each draft, so position i is accepted at most as often as
+    position i - 1 and the positions add up to the accepted total."""
+    before = _spec_counters(server)
+    prompt = "one two three four five six seven eight. one two three four five six seven eight. one"
+    client.completions.create(model=model, prompt=prompt, max_tokens=24, temperature=0)
+    after = _spec_counters(server)
+    d = {key: after[key] - before.get(key, 0.0) for key in after}
+    assert {"drafts", "draft_tokens", "accepted_tokens"} <= d.keys(), sorted(after)
+    assert 0 < d["accepted_tokens"] <= d["draft_tokens"] <= K * d["drafts"], d
+    per_pos = [d[f"pos{i}"] for i in range(K)]
+    assert sum(per_pos) == d["accepted_tokens"], d
+    assert per_pos == sorted(per_pos, reverse=True), d
 
 
 # ---- over-length and invalid input is a 400, never an outage -----------------------

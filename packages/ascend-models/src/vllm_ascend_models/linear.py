@@ -63,8 +63,13 @@ def _plain(t: torch.Tensor | None) -> torch.Tensor | None:
     vLLM's weight parameters are ``torch.Tensor`` subclasses whose ``__torch_function__`` only
     forwards to torch's (``BasevLLMParameter``, vllm/model_executor/parameter.py); a subclass
     sends ``ascend_ops.linear`` through the dispatcher and that Python hook on every call, a
-    plain tensor lets it call the native kernel directly (``eager_direct``). Same result."""
-    return t if t is None or type(t) is torch.Tensor else t.as_subclass(torch.Tensor)
+    plain tensor lets it call the native kernel directly (``eager_direct``). Same result.
+    Under torch.compile ``t`` is returned as is: Dynamo cannot trace ``as_subclass`` on such a
+    subclass ("Argument of `as_subclass` must be a non-dispatcher-style tensor subclass"), and a
+    compiled graph has no per-call Python hook to save."""
+    if t is None or type(t) is torch.Tensor or torch.compiler.is_compiling():
+        return t
+    return t.as_subclass(torch.Tensor)
 
 
 class PackedLinearMethod(UnquantizedLinearMethod):

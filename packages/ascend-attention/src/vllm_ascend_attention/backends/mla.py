@@ -37,6 +37,7 @@ from vllm.model_executor.layers.attention.mla_attention import (
     MLACommonImpl,
     MLACommonMetadata,
     MLACommonMetadataBuilder,
+    QueryLenSupport,
 )
 from vllm.v1.attention.backend import (
     AttentionCGSupport,
@@ -133,6 +134,12 @@ class AscendMLAMetadataBuilder(MLACommonMetadataBuilder[MLACommonMetadata]):
     """
 
     _cudagraph_support: ClassVar[AttentionCGSupport] = AttentionCGSupport.UNIFORM_BATCH
+    # Decode requests may carry 1 + k tokens (speculative verification) when every decode
+    # request of the step has the same query length: vLLM then raises reorder_batch_threshold to
+    # 1 + k and counts them as decodes (``split_decodes_and_prefills(require_uniform=True)``);
+    # ``ascend_ops.mla_decode`` attends each request's query rows causally, bottom-right aligned
+    # (FIA TND with sparse_mode 3), which is what verification needs.
+    query_len_support: ClassVar[QueryLenSupport] = QueryLenSupport.UNIFORM
 
     def build(self, common_prefix_len: int, common_attn_metadata: CommonAttentionMetadata,
               fast_build: bool = False) -> MLACommonMetadata:

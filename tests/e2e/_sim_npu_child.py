@@ -63,6 +63,7 @@ def _facts(llm) -> dict:
         "sim_replays": ledger["replays"],
         "sim_launches": sum(ledger["launches"].values()),
         "backends": backends,
+        "op_calls": ascend_ops.call_counts(),
         "simulated": simulator.active(),
     }
 

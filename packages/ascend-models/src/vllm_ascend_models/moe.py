@@ -148,7 +148,8 @@ def ascend_moe_forward(layer, x: torch.Tensor, router_logits: torch.Tensor) -> t
     num_local = layer.w13_weight.shape[0]
     expanded_x, row_idx, expanded_ids = ascend_ops.moe_init_routing(x, ids)
     counts = torch.bincount(expanded_ids.long(), minlength=num_local)
-    int8_experts = getattr(layer.quant_method, "int8_experts", None)  # quantization/moe.py
+    # W8A8_DYNAMIC experts (quantization/moe.py) bring their own expert step
+    int8_experts = getattr(getattr(layer, "quant_method", None), "int8_experts", None)
     if int8_experts is not None:
         y = int8_experts(layer, expanded_x, counts)
         return ascend_ops.moe_finalize_routing(y, weights.to(y.dtype), row_idx, ids)

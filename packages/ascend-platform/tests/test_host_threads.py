@@ -68,3 +68,20 @@ def test_only_when_the_engine_has_its_own_process():
     assert engine_has_own_process(None, {"VLLM_ENABLE_V1_MULTIPROCESSING": "1"})
     assert not engine_has_own_process("uni", {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"})
     assert not engine_has_own_process("ray", {})
+
+
+@pytest.mark.parametrize("emulate", ["1", "0"])
+def test_cli_async_scheduling_default(emulate, monkeypatch):
+    """On vLLM's own server parser: emulation defaults ``--async-scheduling`` to off (what
+    ``vllm/platforms/cpu.py`` sets), an explicit flag still wins; otherwise vLLM's ``None``
+    (resolved to on by ``VllmConfig``) is kept."""
+    from vllm.engine.arg_utils import AsyncEngineArgs
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+    from vllm_ascend_platform.config_defaults import emulation_cli_defaults
+
+    monkeypatch.setenv("VLLM_ASCEND_EMULATE", emulate)
+    parser = AsyncEngineArgs.add_cli_args(FlexibleArgumentParser())
+    emulation_cli_defaults(parser)
+    default = parser.parse_args(["--model", "m"]).async_scheduling
+    assert default is (False if emulate == "1" else None)
+    assert parser.parse_args(["--model", "m", "--async-scheduling"]).async_scheduling is True

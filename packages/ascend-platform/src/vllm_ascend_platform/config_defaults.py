@@ -131,6 +131,19 @@ def _scheduling(vllm_config: VllmConfig) -> None:
     )
 
 
+def emulation_cli_defaults(parser: Any) -> None:
+    """CPU emulation, command line (the OpenAI server, ``vllm serve``): async scheduling
+    defaults to off, as vLLM's CPU platform sets it (``check_and_update_config`` in
+    ``vllm/platforms/cpu.py``: "async scheduling is not required on CPU"); an explicit
+    ``--async-scheduling`` still turns it on. The emulated device runs each step in the engine
+    core's own thread, so the scheduler's one-step lookahead overlaps nothing and only delays
+    every token's delivery by a step (``benchmarks/serve_bench.py``, ``ours-sync`` side, see
+    ``benchmarks/README.md``). NPU and simulated NPU: unchanged (vLLM's default, on)."""
+    if parser is None or not envs.emulate():
+        return
+    parser.set_defaults(async_scheduling=False)
+
+
 def _eager_when_no_graphs(vllm_config: VllmConfig) -> None:
     """The one eager setting: no compilation, no graph capture.
 

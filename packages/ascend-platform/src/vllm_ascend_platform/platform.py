@@ -163,10 +163,13 @@ class NPUPlatform(Platform):
     # ---- configuration --------------------------------------------------------------
     @classmethod
     def pre_register_and_update(cls, parser: Any = None) -> None:
-        """Make ``--additional-config`` parse strictly (malformed JSON fails at parse time)."""
+        """Make ``--additional-config`` parse strictly (malformed JSON fails at parse time);
+        in CPU emulation, default ``--async-scheduling`` to off (``emulation_cli_defaults``)."""
+        from vllm_ascend_platform.config_defaults import emulation_cli_defaults
         from vllm_ascend_platform.patches import apply_patch
 
         apply_patch("additional-config-argparse", parser)
+        emulation_cli_defaults(parser)
 
     def is_sleep_mode_available(self) -> bool:
         """Sleep mode runs through the "ascend" sleep-mode backend (sleep_mode.py)."""

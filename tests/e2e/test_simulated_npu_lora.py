@@ -18,9 +18,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import pytest
-from _sim_npu import HERE
+from _sim_npu import CHILD_TIMEOUT_S, HERE
 from lora_adapters import make_adapter, teacher_forced_agreement
 
 MAX_TOKENS = [3, 6, 9, 12, 4, 8, 10, 5]
@@ -55,20 +56,35 @@ def results(model_path, prompt_ids, adapters, tmp_path_factory):
              "engine": {"compilation_config": {"cudagraph_capture_sizes": CAPTURE_SIZES}}},
         ],
     }
-    # one child per engine: a process's simulated device keeps what earlier engines accounted
-    results = {}
-    for run in spec.pop("runs"):
-        work = tmp_path_factory.mktemp(f"sim_lora_{run['name']}")
-        (work / "spec.json").write_text(json.dumps({**spec, "runs": [run]}))
-        with open(work / "child.log", "w") as log:
-            proc = subprocess.run([sys.executable, str(HERE / "_sim_npu_lora_child.py"),
-                                   str(work / "spec.json"), str(work / "out.json")],
-                                  stdout=log, stderr=subprocess.STDOUT, env=child_env(),
-                                  cwd=str(HERE), timeout=900)
-        if proc.returncode != 0 or not (work / "out.json").exists():
-            raise AssertionError(f"simulated-NPU LoRA child {run['name']} failed; log tail:\n"
-                                 + (work / "child.log").read_text()[-6000:])
-        results.update(json.loads((work / "out.json").read_text()))
+    # one child per engine (a process's simulated device keeps what earlier engines accounted),
+    # both started at once: each spends most of its start-up on one core
+    children = []
+    try:
+        for run in spec.pop("runs"):
+            work = tmp_path_factory.mktemp(f"sim_lora_{run['name']}")
+            (work / "spec.json").write_text(json.dumps({**spec, "runs": [run]}))
+            with open(work / "child.log", "w") as log:
+                proc = subprocess.Popen([sys.executable, str(HERE / "_sim_npu_lora_child.py"),
+                                         str(work / "spec.json"), str(work / "out.json")],
+                                        stdout=log, stderr=subprocess.STDOUT, env=child_env(),
+                                        cwd=str(HERE))
+            children.append((run["name"], work, proc))
+        deadline = time.monotonic() + CHILD_TIMEOUT_S
+        results = {}
+        for name, work, proc in children:
+            try:
+                rc = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                rc = "timeout"
+            if rc != 0 or not (work / "out.json").exists():
+                raise AssertionError(f"simulated-NPU LoRA child {name} failed (rc={rc}); log tail:\n"
+                                     + (work / "child.log").read_text()[-6000:])
+            results.update(json.loads((work / "out.json").read_text()))
+    finally:
+        for _, _, proc in children:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     return results
 
 

@@ -153,3 +153,14 @@ register_patch(Patch(
     check=lambda env: hasattr(env, "setdefault"),
     apply=_owner, scope="owner", when="vllm_ascend.demo_model (its own process)",
 ))
+register_patch(Patch(
+    name="mtp-without-layers",
+    target="vllm.config.speculative:SpeculativeConfig.__post_init__",
+    vllm_versions=VLLM_032,
+    why="vLLM divides by the target's num_nextn_predict_layers while building SpeculativeConfig, "
+        "so method mtp on a DeepSeek-V3 without MTP layers fails with ZeroDivisionError instead "
+        "of an error naming the option",
+    check=callable,
+    apply=_call("vllm_ascend_platform.spec_decode_config.refuse_mtp_without_layers"),
+    scope="startup", when="every vLLM process",
+))

@@ -45,11 +45,7 @@ def check_speculative_config(vllm_config: Any) -> None:
     if spec.method == "mtp":
         layers = getattr(_hf_text(target), "num_nextn_predict_layers", 0) or 0
         if layers < 1:
-            raise SpeculativeConfigError(
-                f"speculative_config method 'mtp': the target model {target.model!r} has no MTP "
-                "layers (num_nextn_predict_layers is 0 or absent in its config.json); use a "
-                "checkpoint that ships its MTP layers, or another method (ngram, eagle, eagle3)."
-            )
+            raise _no_mtp_layers(spec.method, target)
     if draft is None or target is None or draft is target or spec.method == "mtp":
         return
     draft_vocab, target_vocab = draft.get_vocab_size(), target.get_vocab_size()
@@ -60,3 +56,44 @@ def check_speculative_config(vllm_config: Any) -> None:
             "token ids must index the same vocabulary. Use a draft trained for this target "
             "(same tokenizer)."
         )
+
+
+def _no_mtp_layers(method: str, target: Any) -> SpeculativeConfigError:
+    return SpeculativeConfigError(
+        f"speculative_config method {method!r}: the target model {target.model!r} has no MTP "
+        "layers (num_nextn_predict_layers is 0 or absent in its config.json); use a "
+        "checkpoint that ships its MTP layers, or another method (ngram, eagle, eagle3)."
+    )
+
+
+MTP_METHODS = ("mtp", "deepseek_mtp")
+
+
+# patch: mtp-without-layers (declared in vllm_ascend_platform.patches; docs/architecture.md)
+def refuse_mtp_without_layers() -> None:
+    """Check MTP's layer count before vLLM's ``SpeculativeConfig.__post_init__`` runs.
+
+    vLLM 0.32's ``SpeculativeConfig.__post_init__`` (``vllm/config/speculative.py``) computes
+    ``num_speculative_tokens % n_predict`` with ``n_predict`` = the target's
+    ``num_nextn_predict_layers``, so a DeepSeek-V3 config with ``num_nextn_predict_layers: 0``
+    fails with ``ZeroDivisionError: integer modulo by zero`` before any platform hook runs. The
+    wrapper raises :class:`SpeculativeConfigError` naming the option first (pydantic reports it
+    as a validation error of ``SpeculativeConfig`` carrying this message); every other
+    configuration goes to vLLM's ``__post_init__`` unchanged. Idempotent.
+    """
+    from vllm.config.speculative import SpeculativeConfig
+
+    original = SpeculativeConfig.__post_init__
+    if getattr(original, "__ascend_mtp_check__", False):
+        return
+
+    def __post_init__(self: Any) -> None:
+        target = getattr(self, "target_model_config", None)
+        if self.method in MTP_METHODS and target is not None:
+            layers = getattr(_hf_text(target), "num_nextn_predict_layers", None)
+            if layers is not None and layers < 1:
+                raise _no_mtp_layers(self.method, target)
+        original(self)
+
+    __post_init__.__ascend_mtp_check__ = True  # type: ignore[attr-defined]
+    SpeculativeConfig.__post_init__ = __post_init__  # type: ignore[method-assign]

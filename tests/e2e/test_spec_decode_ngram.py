@@ -32,8 +32,12 @@ PROMPTS = [
 ]
 MAX_TOKENS = 24
 REGEX = r"(one|two|three)( (one|two|three)){5}"
-CHI_PROMPT = "1, 2, 1,"  # short: each draw costs a few prefill tokens; ", " repeats -> draft
+# 17 tokens: with block_size 16 every draw after the first reads the first 16 from the prefix
+# cache and computes one prompt token; ", " repeats, so n-gram drafts the sampled position
+CHI_PROMPT = "A list of numbers: 5, 1, 2, 1,"
+CHI_BLOCK = 16
 DRAWS, TOP_K, P_MIN = 2000, 20, 0.001
+EXTRA_DRAWS = 100  # draws whose token 1 is not the most likely one (HF: P = 0.98) are dropped
 
 
 def _greedy(**kw):
@@ -90,7 +94,7 @@ def _close_eager() -> None:
 
 @pytest.fixture(scope="module")
 def ngram_eager(model_path, reference):
-    llm = make_llm(model_path, max_model_len=512, speculative_config=NGRAM, block_size=16,
+    llm = make_llm(model_path, max_model_len=512, speculative_config=NGRAM, block_size=CHI_BLOCK,
                    max_num_seqs=256, disable_log_stats=False)
     _open.append(llm)
     yield llm
@@ -118,16 +122,19 @@ def test_mixed_batch_gets_what_each_request_asked_for(ngram_eager, reference):
 def test_random_sampling_keeps_the_target_distribution(ngram_eager, oracle):
     """Token 2 (the first one verified against an n-gram draft) given the most likely token 1,
     over >= 2000 draws, against HF float32 softmax with top-k 20 (chi-square, p > 0.001).
-    After "1, 2, 1," and token 1 " ", the context ends with ", " which occurred before "2",
-    so n-gram drafts "2 ..." for token 2: accepted or rejected (recovered token) by sampling."""
+    After the prompt and token 1 " ", the context ends with "1, " which occurred before "2",
+    so n-gram drafts "2 ..." for token 2: accepted or rejected (recovered token) by sampling.
+    All draws are one request with ``n`` samples; the prompt is one token longer than a KV
+    block, so each draw computes 1 prompt token and one 1 + k verification step."""
     from vllm import SamplingParams
     from vllm.inputs import TokensPrompt
 
     ids = oracle.encode_text(CHI_PROMPT)
+    assert len(ids) == CHI_BLOCK + 1, f"{len(ids)} tokens: one full KV block + 1 keeps draws cheap"
     first = int(hf_next_logits(oracle, ids).argmax())
     before = _spec_counters(ngram_eager)
     params = SamplingParams(temperature=1.0, top_k=TOP_K, max_tokens=2, ignore_eos=True,
-                            n=DRAWS + 300, seed=1234)
+                            n=DRAWS + EXTRA_DRAWS, seed=1234)
     out = ngram_eager.generate([TokensPrompt(prompt_token_ids=ids)], params, use_tqdm=False)[0]
     drafted = _spec_counters(ngram_eager)["draft_tokens"] - before.get("draft_tokens", 0)
     assert drafted > 0, "n-gram proposed no drafts for the sampled position"

@@ -47,6 +47,41 @@ def prompt_ids(oracle) -> list[list[int]]:
             for kind, p in PROMPTS]
 
 
+SHARED_ENGINE = "default_llm"
+
+
+@pytest.fixture(scope="module")
+def default_llm(model_path):
+    """``make_llm(model_path)`` shared by the tests that request it and leave it unchanged
+    (engine.py ``shared_llm``): their modules run one after another, and the engine is closed
+    once the next test does not request it."""
+    from engine import shared_llm
+
+    return shared_llm(model_path)
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """Move every module whose tests use ``default_llm`` to right after the first such module,
+    keeping the order otherwise, so they share one engine instead of each building one."""
+    users = [i for i, item in enumerate(items) if SHARED_ENGINE in item.fixturenames]
+    if not users:
+        return
+    first_module = items[users[0]].module
+    anchor = max(i for i in users if items[i].module is first_module)
+    moved_modules = {items[i].module for i in users} - {first_module}
+    moved = [item for item in items[anchor + 1:] if item.module in moved_modules]
+    rest = [item for item in items[anchor + 1:] if item.module not in moved_modules]
+    items[anchor + 1:] = moved + rest
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem) -> None:
+    if nextitem is None or SHARED_ENGINE not in nextitem.fixturenames:
+        from engine import release_shared_llm
+
+        release_shared_llm()
+
+
 def pytest_terminal_summary(terminalreporter) -> None:
     """Quote the greedy-parity results (identical / near-tie counts) after the run."""
     if SUMMARY:

@@ -31,6 +31,28 @@ def close_llm(llm) -> None:
     cleanup_dist_env_and_memory()
 
 
+_SHARED: dict[str, object] = {}
+
+
+def shared_llm(model_path: str):
+    """The engine ``make_llm(model_path)`` (no overrides), built on first use and kept for the
+    next tests that ask for it; :func:`release_shared_llm` closes it (conftest does, as soon as
+    the next test does not use it). Only for tests that leave the engine as they found it: no
+    sleep, LoRA load or weight reload."""
+    if _SHARED.get("path") != model_path:
+        release_shared_llm()
+        _SHARED.update(path=model_path, llm=make_llm(model_path))
+    return _SHARED["llm"]
+
+
+def release_shared_llm() -> None:
+    """Close the shared engine, if one is up (a no-op otherwise)."""
+    llm = _SHARED.pop("llm", None)
+    _SHARED.clear()
+    if llm is not None:
+        close_llm(llm)
+
+
 def greedy_params(n: int = NEW_TOKENS):
     from vllm import SamplingParams
 

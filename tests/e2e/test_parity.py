@@ -2,14 +2,15 @@
 # Copyright 2026 The vllm-ascend authors
 """Greedy parity, float32: vLLM + the Ascend plugin (CPU emulation) vs HF transformers.
 
-One engine for the module (default scheduling, prefix caching on): the 8-prompt batch, then a
-prompt whose shared prefix hits exactly 2 cached KV blocks.
+One engine, the default one (conftest ``default_llm``, shared with test_plugin_ran.py; default
+scheduling, prefix caching on): the 8-prompt batch, then a prompt whose shared prefix hits exactly
+2 cached KV blocks.
 """
 
 from __future__ import annotations
 
 import pytest
-from engine import close_llm, generate_ids, make_llm
+from engine import generate_ids
 from parity import SUMMARY, assert_batch_parity, judge, vllm_step_logprobs
 from prompts import NEW_TOKENS
 
@@ -21,10 +22,9 @@ PREFIX_TEXT = (
 
 
 @pytest.fixture(scope="module")
-def llm(model_path):
-    engine = make_llm(model_path)
-    yield engine
-    close_llm(engine)
+def llm(default_llm):
+    """The default engine (conftest ``default_llm``), shared with the other modules using it."""
+    return default_llm
 
 
 def _block_size(llm) -> int:

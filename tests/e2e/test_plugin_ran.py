@@ -7,7 +7,7 @@ activation, rope, KV-write and attention paths executed ascend_ops ops (call cou
 from __future__ import annotations
 
 import pytest
-from engine import close_llm, generate_ids, make_llm
+from engine import generate_ids
 
 EXPECTED_OPS = ("rms_norm", "swiglu", "rotary_embedding", "reshape_and_cache",
                 "fused_infer_attention")
@@ -38,10 +38,9 @@ def _op_counts(wrapper) -> dict:
 
 
 @pytest.fixture(scope="module")
-def llm(model_path):
-    engine = make_llm(model_path)
-    yield engine
-    close_llm(engine)
+def llm(default_llm):
+    """The default engine (conftest ``default_llm``), shared with the other modules using it."""
+    return default_llm
 
 
 @pytest.fixture(scope="module")

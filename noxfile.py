@@ -7,7 +7,8 @@ Sessions
                      only that package, its declared sibling layers and its test deps visible.
                      ``nox -s "tests(ascend-ops)"`` and ``nox -t ascend-ops`` are the same run.
     e2e              ``tests/e2e``: real vLLM + the whole plugin vs HF transformers on SmolLM2
-                     (CPU emulation; the simulated-NPU tests run in ``npu_coverage``).
+                     (CPU emulation; the simulated-NPU tests run in ``npu_coverage``). Without
+                     arguments, in ``E2E_PARTS`` pytest processes over consecutive test files.
     npu_coverage     the simulated-NPU tests (the ascend-ops test files that use the simulated
                      NPU, ``tests/e2e/test_simulated_npu*.py``), then every torch_npu / torch.npu
                      call site in the source against the sites they executed; 100 % required.
@@ -209,9 +210,29 @@ def e2e(session: nox.Session) -> None:
         # platform tests that need the meta-package's entry points (skipped in its own session)
         session.run(str(VENV_PY), "-m", "pytest", str(ROOT / "packages" / "ascend-platform" / "tests"),
                     "-m", "requires_meta", "-p", "no:cacheprovider", "-q", env=env, external=True)
-    # --durations: the slowest tests in CI's log, to keep the run inside its time budget
-    session.run(str(VENV_PY), "-m", "pytest", *targets, *skip_sim, "-p", "no:cacheprovider", "-v",
-                "--timeout=1800", "--durations=30", *session.posargs, env=env, external=True)
+    # The full run (no arguments) is split into E2E_PARTS pytest processes over consecutive test
+    # files: each process keeps what its engines leave behind (>8 GiB RSS over all of tests/e2e,
+    # on a 24 GiB box); a new process costs ~10 s of imports. Every part runs; failures at the end.
+    parts = [targets]
+    if not session.posargs:
+        files = sorted(str(p) for p in (ROOT / "tests" / "e2e").rglob("test_*.py")
+                       if not p.match(SIM_E2E_GLOB))
+        size = -(-len(files) // E2E_PARTS)
+        parts = [files[i:i + size] for i in range(0, len(files), size)]
+    failed = []
+    for n, part in enumerate(parts, 1):
+        try:
+            # --durations: the slowest tests in CI's log, to keep the run inside its time budget
+            session.run(str(VENV_PY), "-m", "pytest", *part, *skip_sim, "-p", "no:cacheprovider",
+                        "-v", "--timeout=1800", "--durations=30", *session.posargs, env=env,
+                        external=True)
+        except nox.command.CommandFailed:
+            failed.append(n)
+    if failed:
+        session.error(f"e2e part(s) {failed} of {len(parts)} failed (see above)")
+
+
+E2E_PARTS = 2
 
 
 SIM_E2E_GLOB = "test_simulated_npu*.py"

@@ -170,11 +170,13 @@ ARG_GROUPS: tuple[tuple[str, str, str], ...] = (
 #: served even before this table names it (the table test then asks for its row).
 QUANT_GROUPS: tuple[tuple[str, str, str], ...] = (
     (SUPPORTED, "tests/e2e/test_quant_w8a8_dynamic.py::test_first_token_logprobs_equal_the_oracle", "ascend"),
+    (SUPPORTED, "tests/e2e/test_quant_compressed_int8.py::test_tokens_agree_with_the_oracle",
+     "compressed-tensors"),
     (REFUSED, "its kernels are CUDA/ROCm/XPU (Marlin, CUTLASS, FlashInfer, Triton, DeepGEMM) or "
      "fp8/fp4 tensor-core GEMMs Atlas A2/A3 lack; ascend_ops has int8 W8A8 only. Quantize the "
      "checkpoint with msModelSlim (W8A8 / W8A8_DYNAMIC) and serve it with --quantization ascend",
      "awq auto_awq fp8 fbgemm_fp8 fp_quant modelopt modelopt_fp4 modelopt_mxfp8 modelopt_mixed "
-     "auto_gptq gptq gptq_marlin awq_marlin humming compressed-tensors experts_int8 quark "
+     "auto_gptq gptq gptq_marlin awq_marlin humming experts_int8 quark "
      "moe_wna16 torchao inc mxfp4 gpt_oss_mxfp4 deepseek_v4_fp8 online fp8_per_tensor "
      "fp8_per_block fp8_per_channel int8_per_channel_weight_only nvfp4_per_token mxfp8"),
 )

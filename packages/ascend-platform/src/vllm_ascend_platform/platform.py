@@ -78,8 +78,10 @@ class NPUPlatform(Platform):
     # our own env vars, forwarded to Ray workers
     additional_env_vars: list[str] = list(envs.ENVIRONMENT_VARIABLES)
     # quantization methods our layers implement: msModelSlim checkpoints (the models layer
-    # registers "ascend" with vLLM's quantization registry, vllm_ascend_models.quantization)
-    supported_quantization: list[str] = ["ascend"]
+    # registers "ascend" with vLLM's quantization registry, vllm_ascend_models.quantization) and
+    # int8 W8A8 compressed-tensors (vLLM's own config; the models layer adds our int8 GEMM to
+    # vLLM's kernel list for out-of-tree platforms)
+    supported_quantization: list[str] = ["ascend", "compressed-tensors"]
     # marks this platform for layers that check by attribute (no import needed)
     is_ascend: bool = True
 

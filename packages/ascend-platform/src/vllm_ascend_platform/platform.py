@@ -183,11 +183,13 @@ class NPUPlatform(Platform):
         executor, hand our env vars to the Ray workers' runtime env (``ray_support``). An
         msModelSlim checkpoint is served with ``quantization="ascend"`` unasked (quant_detect)."""
         from vllm_ascend_platform.config_defaults import apply_ascend_defaults
+        from vllm_ascend_platform.quant_compressed import check_compressed_tensors
         from vllm_ascend_platform.quant_detect import detect_msmodelslim
         from vllm_ascend_platform.ray_support import forward_env_to_ray_workers
         from vllm_ascend_platform.sleep_mode import select_default
 
         detect_msmodelslim(vllm_config)
+        check_compressed_tensors(vllm_config)
         apply_ascend_defaults(cls, vllm_config)
         select_default(vllm_config.model_config)
         forward_env_to_ray_workers(vllm_config.parallel_config)

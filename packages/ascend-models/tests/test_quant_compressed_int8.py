@@ -102,3 +102,46 @@ def test_not_offered_on_other_platforms():
 
     ok, why = AscendInt8ScaledMMLinearKernel.is_supported()
     assert not ok and "out-of-tree" in why
+
+
+@pytest.fixture
+def simulated_npu():
+    import os
+
+    from ascend_ops import simulator
+
+    try:
+        module = simulator.install(capacity_bytes=1 << 30, device_count=1)
+    except simulator.SimulatedNpuError as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
+    try:
+        yield module
+    finally:
+        simulator.uninstall()
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["dynamic-token", "static-tensor"])
+def test_npu_branch_on_the_simulated_npu(static, oot_current_platform, simulated_npu):
+    """The same kernel in float16 on the simulated NPU: npu_dynamic_quant / npu_quantize and
+    npu_quant_matmul under their published schemas, against the float64 scheme."""
+    import ascend_ops
+
+    g = torch.Generator().manual_seed(1)
+    layer, kernel = _layer(static, g)
+    w = layer.weight.data.double()
+    ws = layer.weight_scale.data.double().reshape(-1)
+    kernel.process_weights_after_loading(layer)
+    x = torch.randn(4, K, generator=g).half()
+    ascend_ops.reset_call_counts()
+    y = kernel.apply_weights(layer, x)
+    assert y.dtype == torch.float16
+    y = y.double()
+    quant_op = "quantize" if static else "dynamic_quant"
+    assert set(ascend_ops.call_counts(per_backend=True)) == {(quant_op, "npu"),
+                                                             ("quant_matmul", "npu")}
+    xd = x.double()
+    s = 0.05 if static else xd.abs().amax(-1, keepdim=True) / 127
+    ref = (torch.round(xd / s).clamp(-128, 127) @ w.T) * ws * s
+    torch.testing.assert_close(y, ref, rtol=2e-3, atol=2e-3)

@@ -8,8 +8,10 @@ greedily for the same prompts (text that repeats itself, so n-gram drafts are ac
 reports:
 
 * output tokens per second (wall time of ``LLM.generate``, after one warm-up request);
-* engine steps per output token (``LLMEngine.step`` calls / output tokens; 1.0 without
-  speculation in steady decode, below 1 when drafts are accepted);
+* engine steps per output token of one request (``LLMEngine.step`` calls x requests / output
+  tokens, all requests running together; about 1.0 without speculation, the prefill step
+  included, below 1 when drafts are accepted);
+* milliseconds per engine step (a verification step runs ``1 + k`` tokens per request);
 * vLLM's spec-decode counters (drafts, draft tokens, accepted tokens -> acceptance rate and
   mean accepted length per draft).
 
@@ -101,13 +103,14 @@ def main() -> None:
     ngram = run(args.model, prompts, args.max_tokens, spec, args.graph)
     print(f"\nworkload: {len(prompts)} repetitive prompts x {args.max_tokens} greedy tokens, "
           f"{'graphs' if args.graph else 'eager'}")
-    print(f"{'':8} {'tokens/s':>9} {'steps/token':>12} {'acceptance':>11} {'mean accepted':>14}")
+    print(f"{'':9} {'tokens/s':>9} {'steps/token':>12} {'ms/step':>8} {'acceptance':>11} "
+          f"{'mean accepted':>14}")
     for name, r in (("none", base), (f"ngram k={args.k}", ngram)):
         drafted = r.get("draft_tokens", 0)
         acc = f"{r.get('accepted_tokens', 0) / drafted:.2f}" if drafted else "-"
         mean = f"{r.get('accepted_tokens', 0) / r['drafts']:.2f}" if r.get("drafts") else "-"
-        print(f"{name:8} {r['tokens'] / r['seconds']:9.1f} {r['steps'] / r['tokens']:12.3f} "
-              f"{acc:>11} {mean:>14}")
+        print(f"{name:9} {r['tokens'] / r['seconds']:9.1f} {r['steps'] * len(prompts) / r['tokens']:12.3f} "
+              f"{1000 * r['seconds'] / r['steps']:8.0f} {acc:>11} {mean:>14}")
     print(f"speed-up {base['seconds'] / ngram['seconds']:.2f}x; greedy output identical: "
           f"{base['ids'] == ngram['ids']}")
 

@@ -11,7 +11,7 @@ step) and that vLLM's counters are consistent (accepted <= proposed). These engi
 asynchronous scheduling (vLLM's default for EAGLE), where the attention backends must not trust
 the host copy of the KV lengths (``vllm_ascend_attention.host_lengths.upper_bound_is_exact``).
 
-Graph mode: one EAGLE engine with FULL_DECODE_ONLY ACL graphs. The target's verification steps
+Graph mode: one EAGLE and one EAGLE-3 engine with FULL_DECODE_ONLY ACL graphs. The target's verification steps
 (uniform ``1 + k`` tokens per request) replay FULL graphs whose sizes are multiples of ``1 + k``;
 vLLM 0.32's proposer gives the draft model PIECEWISE graphs only
 (``SpecDecodeBaseProposer.initialize_cudagraph_keys``), none under FULL_DECODE_ONLY, so the draft
@@ -81,12 +81,13 @@ def test_greedy_equals_no_speculation(method, model_path, no_spec, tmp_path):
     _check_counters(counters)
 
 
-def test_graph_mode_greedy_equals_no_speculation(model_path, no_spec, tmp_path):
-    """EAGLE with FULL_DECODE_ONLY graphs: same tokens, FULL graphs of 1 + k tokens per request
-    captured and replayed."""
-    draft = save_draft("eagle", tmp_path / "eagle", model_path)
+@pytest.mark.parametrize("method", ["eagle", "eagle3"])
+def test_graph_mode_greedy_equals_no_speculation(method, model_path, no_spec, tmp_path):
+    """EAGLE / EAGLE-3 with FULL_DECODE_ONLY graphs: same tokens, FULL graphs of 1 + k tokens
+    per request captured and replayed."""
+    draft = save_draft(method, tmp_path / method, model_path)
     llm = graph_llm(model_path, "FULL_DECODE_ONLY", disable_log_stats=False,
-                    speculative_config={"method": "eagle", "model": draft,
+                    speculative_config={"method": method, "model": draft,
                                         "num_speculative_tokens": K})
     try:
         wrappers = engine_wrappers(llm)

@@ -70,8 +70,26 @@ def test_description_publishes_resolvable_names():
     layer = vllm_ascend_models.LAYER
     assert layer["name"] == "models" and layer["after"] == ("attention",)
     assert resolve_obj_by_qualname(layer["provides"]["configure"]) is vllm_ascend_models.configure
-    for qualname in layer["provides"].values():
-        assert callable(resolve_obj_by_qualname(qualname))
+    data_roles = {"quantization_methods", "msmodelslim_method"}  # values, not callables
+    for role, qualname in layer["provides"].items():
+        if role not in data_roles:
+            assert callable(resolve_obj_by_qualname(qualname)), role
+
+
+def test_description_publishes_the_quantization_methods_this_layer_serves():
+    # the platform keeps no copy of these names: what is published here is what it serves
+    from vllm.model_executor.layers.quantization import QUANTIZATION_METHODS, get_quantization_config
+    from vllm.utils.import_utils import resolve_obj_by_qualname
+    from vllm_ascend_models.quantization.config import AscendQuantConfig
+
+    provides = vllm_ascend_models.LAYER["provides"]
+    methods = resolve_obj_by_qualname(provides["quantization_methods"])
+    msmodelslim = resolve_obj_by_qualname(provides["msmodelslim_method"])
+    assert methods == ("ascend", "compressed-tensors") and msmodelslim == "ascend"
+    # the msModelSlim name is the one register() gave vLLM's registry, for our config class
+    assert msmodelslim in QUANTIZATION_METHODS
+    assert get_quantization_config(msmodelslim) is AscendQuantConfig
+    assert set(methods) <= set(QUANTIZATION_METHODS)
 
 
 def test_configure_hook_enables_our_custom_ops():

@@ -60,7 +60,9 @@ def test_the_platform_resolves_every_published_name():
     for desc in contract.installed_layers():
         for role, qualname in desc.provides.items():
             obj = contract.resolve(qualname)
-            if role in contract.HOOKS or role.endswith(("_hook", "_register", "_unregister",
+            if role in contract.DATA_ROLES:  # a value, of the role's type
+                assert contract.provided_value(role) is obj, (desc.name, role, qualname)
+            elif role in contract.HOOKS or role.endswith(("_hook", "_register", "_unregister",
                                                        "_selector", "_kernels", "_priority",
                                                        "_process_group")):
                 assert callable(obj), (desc.name, role, qualname)

@@ -8,10 +8,12 @@ refused engine argument has a start-up check, and docs/option-support.md is the 
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from vllm_ascend_platform import contract
 from vllm_ascend_platform import option_support as S
 from vllm_ascend_platform.option_table import NOT_OURS, REFUSED, SUPPORTED
 
@@ -22,7 +24,20 @@ CHECKED_ELSEWHERE = {"kv_transfer_config", "ec_transfer_config"}
 
 @pytest.fixture(scope="module")
 def vllm_names():
-    return S.vllm_names()
+    # the quantization methods beyond vLLM's are the models layer's, read from its description
+    # (quant_methods.py); this package's own session hides that layer, so read the checkout's
+    if contract.provider("quantization_methods") is not None:
+        return S.vllm_names()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.syspath_prepend(str(REPO / "packages" / "ascend-models" / "src"))
+        ep = importlib.metadata.EntryPoint("models", "vllm_ascend_models:LAYER",
+                                           contract.ENTRY_POINT_GROUP)
+        mp.setattr(contract, "_entry_points", lambda: [ep])
+        contract.clear_cache()
+        try:
+            return S.vllm_names()
+        finally:
+            contract.clear_cache()
 
 
 @pytest.mark.parametrize("kind", S.KINDS)

@@ -42,6 +42,9 @@ LAYER: dict = {
         "punica_wrapper": "vllm_ascend_models.lora.punica.PunicaWrapperNPU",  # docs/lora.md
         # docs/spec-decode.md
         "rejection_sampler": "vllm_ascend_models.spec_decode.rejection_sampler.AscendRejectionSampler",
+        # the --quantization names this layer serves (the platform keeps no copy of them)
+        "quantization_methods": "vllm_ascend_models.quantization.SERVED_METHODS",
+        "msmodelslim_method": "vllm_ascend_models.quantization.QUANT_METHOD",
     },
     # the MoE runner and model overrides may import the attention layer
     "after": ("attention",),

@@ -63,7 +63,15 @@ ROLES: dict[str, str] = {
     "punica_wrapper": "Platform.get_punica_wrapper (LoRA)",
     "rejection_sampler": "the vLLM RejectionSampler subclass NPUModelRunner installs for "
                          "speculative decoding (docs/spec-decode.md)",
+    "quantization_methods": "tuple of the --quantization names the layer serves; "
+                            "NPUPlatform.verify_quantization refuses every other",
+    "msmodelslim_method": "the --quantization name an msModelSlim checkpoint (one holding "
+                          "quant_model_description.json) is served with unasked (quant_detect)",
 }
+
+#: roles whose published name is a value (data), not a class or function: role -> its type
+#: (:func:`provided_value` checks it)
+DATA_ROLES: dict[str, type] = {"quantization_methods": tuple, "msmodelslim_method": str}
 
 _QUALNAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -289,6 +297,29 @@ def provided(role: str, needed_by: str | None = None) -> str | None:
 def resolve_role(role: str, needed_by: str) -> Any:
     """Import and return what the layer providing ``role`` publishes (see :func:`provided`)."""
     return resolve(provided(role, needed_by))  # type: ignore[arg-type]
+
+
+def provided_value(role: str, needed_by: str | None = None) -> Any:
+    """The value the layer providing the data role ``role`` publishes (see :data:`DATA_ROLES`),
+    or None when no installed layer provides it and ``needed_by`` is None.
+
+    Raises:
+        MissingLayerError: ``needed_by`` is given and no installed layer provides ``role``.
+        ContractError: the published name cannot be imported, or its value is not of the
+            role's type (a tuple must hold only ``str``).
+    """
+    qualname = provided(role, needed_by)
+    if qualname is None:
+        return None
+    value = resolve(qualname)
+    kind = DATA_ROLES[role]
+    if not isinstance(value, kind) or (
+            kind is tuple and not all(isinstance(v, str) for v in value)):
+        expected = "a tuple of str" if kind is tuple else f"a {kind.__name__}"
+        raise ContractError(
+            f"role {role!r}: {qualname} is {value!r}, not {expected}; see docs/architecture.md, "
+            "\"The layer contract\"")
+    return value
 
 
 def roles_with_prefix(prefix: str) -> dict[str, str]:

@@ -65,7 +65,7 @@ def vllm_names() -> dict[str, set[str]]:
     from vllm.engine.arg_utils import EngineArgs
     from vllm.model_executor.layers.quantization import QUANTIZATION_METHODS
 
-    from vllm_ascend_platform.quant_detect import QUANT_METHOD
+    from vllm_ascend_platform.quant_methods import served
 
     root = Path(vllm.__file__).parent
     found: set[str] = set()
@@ -76,8 +76,8 @@ def vllm_names() -> dict[str, set[str]]:
             found.update(pattern.findall(f.read_text(encoding="utf-8")))
     return {
         KINDS[0]: {f.name for f in dataclasses.fields(EngineArgs)},
-        # vLLM's methods plus the one our models layer registers when its plugin runs
-        KINDS[1]: set(QUANTIZATION_METHODS) | {QUANT_METHOD},
+        # vLLM's methods plus those our models layer publishes (registered when its plugin runs)
+        KINDS[1]: set(QUANTIZATION_METHODS) | set(served()),
         KINDS[2]: set(typing.get_args(CacheDType)),
         KINDS[3]: found & set(envs.environment_variables),
     }

@@ -77,11 +77,6 @@ class NPUPlatform(Platform):
     simple_compile_backend: str = "eager"
     # our own env vars, forwarded to Ray workers
     additional_env_vars: list[str] = list(envs.ENVIRONMENT_VARIABLES)
-    # quantization methods our layers implement: msModelSlim checkpoints (the models layer
-    # registers "ascend" with vLLM's quantization registry, vllm_ascend_models.quantization) and
-    # int8 W8A8 compressed-tensors (vLLM's own config; the models layer adds our int8 GEMM to
-    # vLLM's kernel list for out-of-tree platforms)
-    supported_quantization: list[str] = ["ascend", "compressed-tensors"]
     # marks this platform for layers that check by attribute (no import needed)
     is_ascend: bool = True
 
@@ -89,13 +84,28 @@ class NPUPlatform(Platform):
     def supported_dtypes(self) -> list[torch.dtype]:
         return [torch.float32, torch.bfloat16, torch.float16]
 
+    @property
+    def supported_quantization(self) -> list[str]:
+        """The quantization methods our layers implement, as the models layer publishes them
+        in its description (quant_methods.served; empty without the models layer). The same
+        list each time: vLLM's register_quantization_config appends a plugin's method to it."""
+        from vllm_ascend_platform.quant_methods import served
+
+        return served()
+
     @classmethod
     def verify_quantization(cls, quant: str) -> None:
-        """Refuse, by name and before any weight loads, a method not in supported_quantization
-        (vLLM's ModelConfig calls this; the reasons per method: docs/option-support.md)."""
-        from vllm_ascend_platform.option_support import check_quantization
+        """Refuse, by name and before any weight loads, a method the models layer does not
+        serve (vLLM's ModelConfig calls this; the reasons per method: docs/option-support.md).
 
-        check_quantization(quant, cls.supported_quantization)
+        Raises:
+            ValueError: ``quant`` is not served (names the method and the fix).
+            MissingLayerError: the models layer is not installed (names its extra).
+        """
+        from vllm_ascend_platform.option_support import check_quantization
+        from vllm_ascend_platform.quant_methods import served
+
+        check_quantization(quant, served(f"--quantization {quant}"))
 
     # ---- identity -----------------------------------------------------------------
     @classmethod

@@ -11,7 +11,8 @@ platform's ``check_and_update_config`` hook (vLLM ``Platform`` interface), witho
 
 * ``quantization`` unset, no ``quantization_config`` in ``config.json``, and the description
   present in the model directory (or in the Hugging Face cache: no network) -> set
-  ``model_config.quantization = "ascend"`` and build the quantization config the way
+  ``model_config.quantization`` to the method the models layer publishes for msModelSlim
+  checkpoints (``"ascend"``; quant_methods.py) and build the quantization config the way
   ``VllmConfig.__post_init__`` does (``VllmConfig._get_quantization_config``, vLLM
   ``config/vllm.py``), which also runs the description's own checks.
 * anything else is left to vLLM (an explicit ``quantization`` wins, and ``quantization="ascend"``
@@ -30,9 +31,6 @@ if TYPE_CHECKING:
 
 logger = init_logger("vllm.ascend.quantization")
 
-#: names the models layer registers (``vllm_ascend_models.quantization``); repeated here as
-#: strings because the platform does not import other layers
-QUANT_METHOD = "ascend"
 DESCRIPTION_FILE = "quant_model_description.json"
 
 
@@ -57,6 +55,8 @@ def detect_msmodelslim(vllm_config: VllmConfig) -> bool:
 
     Raises:
         ValueError: from the description's checks (an unsupported scheme, names the tensor).
+        MissingLayerError: the checkpoint is msModelSlim's and the models layer, which serves
+            it, is not installed (names its extra).
     """
     model_config = vllm_config.model_config
     if model_config is None or model_config.quantization is not None:
@@ -67,9 +67,13 @@ def detect_msmodelslim(vllm_config: VllmConfig) -> bool:
         return False
     from vllm.config import VllmConfig
 
-    model_config.quantization = QUANT_METHOD
+    from vllm_ascend_platform.quant_methods import msmodelslim_method
+
+    method = msmodelslim_method(
+        f"serving {model_config.model}, an msModelSlim checkpoint (it holds {DESCRIPTION_FILE})")
+    model_config.quantization = method
     vllm_config.quant_config = VllmConfig._get_quantization_config(
         model_config, vllm_config.load_config)
     logger.info("%s holds %s (msModelSlim): serving it with quantization=%r", model_config.model,
-                DESCRIPTION_FILE, QUANT_METHOD)
+                DESCRIPTION_FILE, method)
     return True

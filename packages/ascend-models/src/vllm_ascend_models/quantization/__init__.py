@@ -16,6 +16,11 @@ QUANT_METHOD = "ascend"
 DESCRIPTION_FILE = "quant_model_description.json"
 """The per-tensor scheme file msModelSlim's ``ascendv1_saver`` writes next to the weights."""
 
+SERVED_METHODS: tuple[str, ...] = (QUANT_METHOD, "compressed-tensors")
+"""Every ``--quantization`` method this layer serves: ours, and vLLM's ``compressed-tensors``
+config for int8 W8A8 checkpoints (its GEMM is ours, compressed_int8.py). Published in the
+layer's description (role ``quantization_methods``); the platform refuses every other method."""
+
 _registered = False
 
 
@@ -36,4 +41,4 @@ def register_quantization() -> None:
     _registered = True
 
 
-__all__ = ["DESCRIPTION_FILE", "QUANT_METHOD", "register_quantization"]
+__all__ = ["DESCRIPTION_FILE", "QUANT_METHOD", "SERVED_METHODS", "register_quantization"]

@@ -76,3 +76,26 @@ def test_simulated_npu_runs_the_npu_branch_even_without_native_module(simulated_
     ascend_ops.reset_call_counts()
     torch.testing.assert_close(ascend_ops.swiglu(x), torch.nn.functional.silu(gate) * up)
     assert ascend_ops.call_counts(per_backend=True) == {("swiglu", "npu"): 1}
+
+
+@pytest.mark.parametrize("device_type", ["cpu", "npu"])
+def test_summary_gives_each_family_its_backend_and_reason(device_type, monkeypatch):
+    # the start-up line: the same backend and reason as kernel_backends (what doctor lists)
+    monkeypatch.delenv("ASCEND_OPS_BACKEND", raising=False)
+    line = backends.summary(device_type)
+    assert "\n" not in line
+    groups = {}
+    for group in line.split("; "):
+        backend, _, rest = group.partition(": ")
+        families, _, reason = rest.partition(" (")
+        for family in families.split(", "):
+            groups[family] = (backend, reason[:-1])
+    expected = {fb.family: (fb.backend or "UNAVAILABLE", fb.reason)
+                for fb in backends.kernel_backends(device_type)}
+    assert groups == expected
+
+
+def test_summary_names_why_kernels_are_unavailable(no_native):
+    line = backends.summary("cpu")
+    assert "UNAVAILABLE: activation" in line and "libgomp.so.1" in line
+    assert "reference: mla (no compiled CPU kernel for this family" in line

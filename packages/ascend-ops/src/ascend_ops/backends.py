@@ -93,8 +93,17 @@ def native_problem() -> str | None:
 
 
 def summary(device_type: str = "cpu") -> str:
-    """One line: families grouped by backend (``"native: activation, ...; reference: mla"``)."""
-    groups: dict[str, list[str]] = {}
+    """One line: families grouped by backend and reason, the reason in parentheses
+    (``"native: activation, ... (CPU tensors: ...); reference: mla (no compiled ...)"``).
+
+    The backend and reason are :func:`kernel_backends`' (what ``vllm-ascend doctor`` lists per
+    family), so the start-up log and doctor cannot disagree.
+
+    Raises:
+        ValueError: as :func:`kernel_backends`.
+    """
+    groups: dict[tuple[str, str], list[str]] = {}
     for fb in kernel_backends(device_type):
-        groups.setdefault(fb.backend or "UNAVAILABLE", []).append(fb.family)
-    return "; ".join(f"{backend}: {', '.join(families)}" for backend, families in groups.items())
+        groups.setdefault((fb.backend or "UNAVAILABLE", fb.reason), []).append(fb.family)
+    return "; ".join(f"{backend}: {', '.join(families)}" + (f" ({reason})" if reason else "")
+                     for (backend, reason), families in groups.items())

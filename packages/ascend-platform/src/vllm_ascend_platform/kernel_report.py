@@ -26,7 +26,8 @@ def families(mode: str | None) -> list[Any]:
 
 
 def summary(mode: str | None) -> str:
-    """One line for the start-up log: op families grouped by backend."""
+    """One line for the start-up log: op families grouped by backend, each group with the
+    reason doctor gives for it (``ascend_ops.backends.summary`` over :func:`families`' rule)."""
     from ascend_ops import backends
 
     return backends.summary(_device_type(mode))

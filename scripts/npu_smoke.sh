@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 # NPU smoke test for people with Ascend hardware: runs the `npu`-marked tests of every package
 # and of tests/e2e, then serves SmolLM2 and asks it one question, and prints a report to paste
 # into an issue. On a machine without an NPU (CPU emulation, VLLM_ASCEND_EMULATE=1) the same

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
 # README command (b): set up (reusing .venv when it is current), then every package's nox session
 # and the end-to-end tests. Extra arguments go to nox (e.g. -s "tests(ascend-ops)").
 set -euo pipefail

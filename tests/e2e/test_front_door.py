@@ -88,17 +88,17 @@ def runs():
 
 
 # ---- vLLM version-----------------------------------------------------------------------------------
-def test_c17_a_supported_help_works(runs):
+def test_supported_vllm_help_works(runs):
     code, out = runs["help"]()
     assert code == 0 and "--additional-config" in out
 
 
-def test_c17_c_dev_build_help_works(runs):
+def test_vllm_dev_build_help_works(runs):
     code, out = runs["help_dev"]()
     assert code == 0 and "--additional-config" in out
 
 
-def test_c17_b_unsupported_help_refused_in_one_line(runs):
+def test_unsupported_vllm_help_refused_in_one_line(runs):
     code, out = runs["help_old"]()
     assert code == 1
     lines = [ln for ln in out.splitlines() if "0.30.0" in ln]
@@ -106,7 +106,7 @@ def test_c17_b_unsupported_help_refused_in_one_line(runs):
     assert "Traceback" not in out
 
 
-def test_c17_b_unsupported_start_refused_before_model_loading(runs):
+def test_unsupported_vllm_start_refused_before_model_loading(runs):
     code, out = runs["serve_old"]()
     assert code == 1
     assert ("vLLM 0.30.0 is installed, but these Ascend layers do not support it: "
@@ -117,21 +117,21 @@ def test_c17_b_unsupported_start_refused_before_model_loading(runs):
     assert not any(marker in out for marker in MODEL_LOADING)
 
 
-def test_c17_b_opt_in_runs_with_warning(runs):
+def test_unsupported_vllm_opt_in_runs_with_warning(runs):
     code, out = runs["help_old_opt_in"]()
     assert code == 0 and "--additional-config" in out
     assert "VLLM_ASCEND_SKIP_VERSION_CHECK is set: running anyway, unsupported" in out
 
 
 # ---- additional_config-----------------------------------------------------------------------------
-def test_c18_b_misspelled_key(runs):
+def test_additional_config_misspelled_key(runs):
     code, out = runs["misspelled_key"]()
     assert code != 0
     assert "unknown key 'enable_weigth_nz'; did you mean 'enable_weight_nz'?" in out
     assert not any(marker in out for marker in MODEL_LOADING)
 
 
-def test_c18_c_wrong_types(runs):
+def test_additional_config_wrong_types(runs):
     code, out = runs["wrong_type_nested"]()
     assert code != 0
     assert "key 'ascend_compilation_config.fuse_swiglu' expects a JSON boolean" in out
@@ -140,7 +140,7 @@ def test_c18_c_wrong_types(runs):
 
 
 @pytest.mark.parametrize("case", range(len(MALFORMED)), ids=MALFORMED)
-def test_c18_d_malformed_json_is_a_parse_error(runs, case):
+def test_additional_config_malformed_json_is_a_parse_error(runs, case):
     code, out = runs[f"malformed_{case}"]()
     assert code == 2  # argparse usage error, before any engine work
     assert "argument --additional-config" in out
@@ -148,7 +148,7 @@ def test_c18_d_malformed_json_is_a_parse_error(runs, case):
 
 
 # ---- plugin selection-----------------------------------------------------------------------------
-def test_c21_b_misspelled_plugin_named_with_discovered(runs):
+def test_misspelled_plugin_named_with_discovered(runs):
     code, out = runs["misspelled_plugin"]()
     assert code != 0
     assert "VLLM_PLUGINS names 'ascend_layrs', which no installed package provides" in out
@@ -156,7 +156,7 @@ def test_c21_b_misspelled_plugin_named_with_discovered(runs):
     assert not any(marker in out for marker in MODEL_LOADING)
 
 
-def test_c21_c_empty_string_loads_no_plugin(runs):
+def test_empty_vllm_plugins_loads_no_plugin(runs):
     # vLLM documents VLLM_PLUGINS="" as an allowlist matching no plugin: vLLM's own platform runs
     proc, doctor = runs["no_plugin"]()
     assert "PLATFORM vllm.platforms.cpu" in proc.stdout
@@ -166,7 +166,7 @@ def test_c21_c_empty_string_loads_no_plugin(runs):
         in doctor.stdout
 
 
-def test_c21_d_platform_without_layers_fails_clearly(runs):
+def test_platform_without_layers_fails_clearly(runs):
     code, out = runs["platform_only"]()
     assert code != 0
     assert "layers are not registered: VLLM_PLUGINS='ascend' names 'ascend' but not " \

@@ -101,7 +101,7 @@ def test_runs_on_our_platform_with_plugins_logged(server):
     assert "Ascend platform active (emulation mode)" in log
 
 
-def test_c18a_upstream_keys_start_and_unsupported_value_warns(server):
+def test_upstream_additional_config_keys_start_and_unsupported_value_warns(server):
     log = server.log
     assert "gdn_prefill_backend='triton'" in log and "ignoring it" in log
     assert "kda_prefill_backend" not in log.split("ignoring it")[0].rsplit("\n", 1)[-1]
@@ -201,14 +201,14 @@ def _status(fn):
     return 200, ""
 
 
-def test_c13_a_prompt_over_limit(server, client, model):
+def test_prompt_over_limit(server, client, model):
     code, msg = _status(lambda: client.completions.create(model=model, prompt=TOKENS[:600],
                                                           max_tokens=5))
     assert code == 400 and str(MAX_LEN) in msg
     _still_healthy(server, client, model)
 
 
-def test_c13_b_max_tokens_lowered_to_fit(server, client, model):
+def test_max_tokens_lowered_to_fit(server, client, model):
     r = client.completions.create(model=model, prompt=TOKENS[:400], max_tokens=200,
                                   temperature=0, extra_body={"ignore_eos": True})
     assert r.choices[0].finish_reason == "length"
@@ -216,34 +216,34 @@ def test_c13_b_max_tokens_lowered_to_fit(server, client, model):
     _still_healthy(server, client, model)
 
 
-def test_c13_c_full_prompt_leaves_no_room(server, client, model):
+def test_full_prompt_leaves_no_room(server, client, model):
     code, _ = _status(lambda: client.completions.create(model=model, prompt=TOKENS[:512],
                                                         max_tokens=1))
     assert code == 400
     _still_healthy(server, client, model)
 
 
-def test_c13_d_one_below_limit_succeeds(server, client, model):
+def test_one_below_limit_succeeds(server, client, model):
     r = client.completions.create(model=model, prompt=TOKENS[:511], max_tokens=1)
     assert r.usage.completion_tokens == 1 and r.usage.prompt_tokens == 511
     _still_healthy(server, client, model)
 
 
-def test_c13_e_empty_prompt(server, client, model):
+def test_empty_prompt(server, client, model):
     code, msg = _status(lambda: client.completions.create(model=model, prompt="", max_tokens=5))
     assert code == 400 and "prompt" in msg
     _still_healthy(server, client, model)
 
 
 @pytest.mark.parametrize("max_tokens", [0, -1])
-def test_c13_f_nonpositive_max_tokens(server, client, model, max_tokens):
+def test_nonpositive_max_tokens(server, client, model, max_tokens):
     code, msg = _status(lambda: client.completions.create(model=model, prompt="Hi",
                                                           max_tokens=max_tokens))
     assert code == 400 and "max_tokens" in msg
     _still_healthy(server, client, model)
 
 
-def test_c13_g_chat_message_over_limit(server, client, model):
+def test_chat_message_over_limit(server, client, model):
     messages = [{"role": "user", "content": " hello" * 600}]
     code, msg = _status(lambda: client.chat.completions.create(model=model, messages=messages,
                                                                max_tokens=5))
@@ -287,13 +287,13 @@ def offline(model_path, tmp_path_factory):
     return json.loads(lines[-1][len("RESULT "):]), proc.stdout + proc.stderr
 
 
-def test_c17_c_dev_build_of_supported_release_starts(offline):
+def test_vllm_dev_build_of_supported_release_starts(offline):
     result, output = offline
     assert result["platform"] == "NPUPlatform"
     assert "do not support it" not in output  # the version check's refusal
 
 
-def test_c13_h_offline_overlong_prompt_raises_then_engine_serves(offline):
+def test_offline_overlong_prompt_raises_then_engine_serves(offline):
     result, _ = offline
     assert result["raised"] is not None and "512" in result["raised"]
     assert result["served"] == [4, 4, 4]

@@ -130,7 +130,7 @@ def _generate_dp(model: str, prompts: list[list[int]]) -> dict:
 
     args = AsyncEngineArgs(model=model, dtype="float32", max_model_len=256, enforce_eager=True,
                            gpu_memory_utilization=0.5, seed=0, max_num_seqs=8,
-                           data_parallel_size=2)
+                           data_parallel_size=2, dp_sync_interval=4)  # vLLM's default: 16
     params = SamplingParams(temperature=0.0, max_tokens=NEW_TOKENS, ignore_eos=True)
 
     async def one(engine, i, p):

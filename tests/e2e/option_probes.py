@@ -31,6 +31,7 @@ ARG_PROBES: dict[str, list[str]] = {
     "dbo_decode_token_threshold": ["--dbo-decode-token-threshold", "64"],
     "dbo_prefill_token_threshold": ["--dbo-prefill-token-threshold", "1024"],
     "enable_eplb": ["--enable-eplb"],
+    "data_parallel_backend": ["--data-parallel-backend", "ray"],
     "eplb_config": ["--eplb-config", json.dumps({"window_size": 500})],
     "enable_elastic_ep": ["--enable-elastic-ep"],
     "expert_placement_strategy": ["--expert-placement-strategy", "round_robin"],
@@ -90,4 +91,13 @@ ENV_PROBES: dict[str, str] = {
     "VLLM_KV_CACHE_LAYOUT": "HND",
     "VLLM_USE_BREAKABLE_CUDAGRAPH": "1",
     "VLLM_MOE_ROUTING_SIMULATION_STRATEGY": "uniform_random",
+    "VLLM_USE_MEGA_AOT_ARTIFACT": "1",
 }
+
+
+class WorkerProbe:
+    """test_option_sweep's ``--worker-extension-cls``: vLLM mixes it into the worker class
+    (``vllm/v1/worker/worker_base.py``, WorkerWrapperBase.init_worker)."""
+
+    def ascend_worker_mro(self) -> list[str]:
+        return [c.__name__ for c in type(self).__mro__]

@@ -23,12 +23,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from engine import close_llm, generate_ids, make_llm
+from engine import close_llm, generate_ids, greedy_params, make_llm
 from option_probes import ARG_PROBES, ENV_PROBES, KWARG_PROBES
 from parity import SUMMARY
 from test_server_helpers import emulation_env
 from vllm_ascend_platform import option_support as S
-from vllm_ascend_platform.option_table import REFUSED, UPSTREAM
+from vllm_ascend_platform.option_guards import EARLY_ARGS
+from vllm_ascend_platform.option_table import REFUSED
 
 HERE = Path(__file__).resolve().parent
 N_TOKENS = 8
@@ -79,12 +80,20 @@ def test_refused_at_startup_by_name(probe_results, case):
     got = probe_results[case["id"]]
     assert not got["ok"], f"{case['id']} started; the table says it is refused"
     error = got["error"]
-    if case["row"].evidence.startswith(UPSTREAM):  # vLLM's check runs first; the row quotes it
-        assert case["row"].evidence[len(UPSTREAM):] in error, error[-1500:]
-        return
     assert "vllm-ascend does not" in error, f"not our refusal: {error[-1500:]}"
     assert any(n in error for n in case["names"]), error[-1500:]
     assert case["row"].evidence[:60] in error, error[-1500:]
+
+
+def test_early_refusals_come_before_vllms_own_checks(probe_results):
+    """The rows vLLM 0.32 rejects itself while building the config (option_guards.EARLY_ARGS)
+    are each probed, and refused by our check on EngineArgs (patch early-option-refusals) with
+    our error type, not vLLM's ValueError."""
+    cases = [c for c in CASES if c["row"].kind == S.KINDS[0] and c["row"].name in EARLY_ARGS]
+    assert {c["row"].name for c in cases} == set(EARLY_ARGS)
+    for case in cases:
+        error = probe_results[case["id"]]["error"]
+        assert error.startswith("UnsupportedFeatureError: vllm-ascend does not"), error[-1500:]
 
 
 #: fp8 tolerance against the float KV cache, per format (mantissa bits: e4m3 3, e5m2 2, so a
@@ -95,9 +104,9 @@ def test_refused_at_startup_by_name(probe_results, case):
 MAX_GAP = {"fp8": 0.05, "fp8_e5m2": 1.0}
 
 
-def _serve_and_judge(llm, oracle, prompt_ids, kv_dtype: str, label: str):
+def _serve_and_judge(llm, oracle, prompt_ids, kv_dtype: str, label: str, serve=generate_ids):
     prompts = prompt_ids[:N_PROMPTS]
-    outs = generate_ids(llm, prompts, N_TOKENS)
+    outs = serve(llm, prompts, N_TOKENS)
     identical, report = 0, []
     for k, (ids, out) in enumerate(zip(prompts, outs, strict=True)):
         got, ref = list(out.outputs[0].token_ids), oracle.greedy(ids, N_TOKENS)
@@ -132,7 +141,29 @@ SUPPORTED_GROUP = dict(
     stream_interval=2, optimization_level=1, performance_mode="interactivity",
     disable_sliding_window=True, disable_cascade_attn=True, prefix_caching_hash_algo="sha256_cbor",
     language_model_only=True, max_parallel_loading_workers=1,
+    # IR-op providers: the models layer's default is ["ascend", "native"] for both norms
+    # (vllm_ascend_models.default_ir_op_priority); the user's lists go first (vLLM appends the
+    # platform's, vllm/config/kernel.py KernelConfig.set_platform_defaults)
+    ir_op_priority={"rms_norm": ["native"]},
+    kernel_config={"ir_op_priority": {"fused_add_rms_norm": ["native"]}},
+    worker_extension_cls="option_probes.WorkerProbe", enable_prompt_embeds=True,
 )
+
+
+def _serve_embeds(oracle):
+    """Serve each prompt as its input embeddings (HF's embedding table = the checkpoint's)."""
+    import torch
+    from vllm.inputs import EmbedsPrompt
+
+    table = oracle.model.get_input_embeddings()
+
+    def serve(llm, prompts, n):
+        with torch.inference_mode():
+            embeds = [table(torch.tensor(p)).detach().clone() for p in prompts]
+        return llm.generate([EmbedsPrompt(prompt_embeds=e) for e in embeds], greedy_params(n),
+                            use_tqdm=False)
+
+    return serve
 
 
 def test_supported_group_serves_like_the_oracle(model_path, oracle, prompt_ids):
@@ -140,5 +171,14 @@ def test_supported_group_serves_like_the_oracle(model_path, oracle, prompt_ids):
     try:
         _serve_and_judge(llm, oracle, prompt_ids, "fp8_e5m2",
                          "supported group + kv_cache_dtype=fp8_e5m2")
+        # --enable-prompt-embeds: the same prompts as embeddings, through our runner's
+        # inputs_embeds path (inherited from vLLM's GPUModelRunner)
+        _serve_and_judge(llm, oracle, prompt_ids, "fp8_e5m2",
+                         "supported group, prompts as embeddings", serve=_serve_embeds(oracle))
+        # --worker-extension-cls is mixed into our worker (vllm/v1/worker/worker_base.py)
+        mro = llm.collective_rpc("ascend_worker_mro")[0]
+        assert "NPUWorker" in mro and "WorkerProbe" in mro, mro
+        priority = llm.llm_engine.vllm_config.kernel_config.ir_op_priority
+        assert priority.rms_norm[0] == "native" and priority.fused_add_rms_norm[0] == "native"
     finally:
         close_llm(llm)

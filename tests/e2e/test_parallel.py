@@ -213,7 +213,21 @@ def test_tp2_matches_tp1_after_hf_generate_and_in_a_second_engine(tiny_qwen3, re
     while any(p.is_running() and p.status() != "zombie" for p in first_workers):
         assert time.monotonic() < deadline, f"first engine's workers still running: {first_workers}"
         time.sleep(0.2)
-    assert _generate(tiny_qwen3, PROMPTS, tensor_parallel_size=2) == reference
+    # the second engine also sets the distributed timeouts (non-default: vLLM's is None, i.e.
+    # torch's); each worker process joins its groups with them (vllm/v1/worker/gpu_worker.py
+    # init_worker_distributed_environment, vllm/distributed/utils.py)
+    second = _generate(tiny_qwen3, PROMPTS, tensor_parallel_size=2, distributed_timeout_seconds=900,
+                       cpu_distributed_timeout_seconds=600, inspect=_timeouts)
+    assert second["tokens"] == reference
+    assert second["timeouts"] == [[900, 600], [900, 600]], second
+
+
+def _timeouts(llm) -> dict:
+    def read(worker):
+        p = worker.parallel_config
+        return [p.distributed_timeout_seconds, p.cpu_distributed_timeout_seconds]
+
+    return {"timeouts": llm.collective_rpc(read)}
 
 
 @pytest.mark.timeout(TEST_TIMEOUT_S)

@@ -26,6 +26,8 @@ except OSError:  # not glibc
 
 PROMPTS = ["The capital of France is", "def fibonacci(n):", "Water boils at"]
 TOKENS = 8
+#: --sleep-preserve-parameter-names: kept over level-2 sleep (vLLM's Worker keeps a host copy)
+PRESERVED = "model.norm.weight"
 
 
 def _greedy(llm, prompts=PROMPTS):
@@ -54,7 +56,8 @@ def llm(model_path):
     from _graph_eager_ref import graph_llm
     from engine import close_llm
 
-    engine = graph_llm(model_path, "FULL_DECODE_ONLY", enable_sleep_mode=True)
+    engine = graph_llm(model_path, "FULL_DECODE_ONLY", enable_sleep_mode=True,
+                       sleep_preserve_parameter_names=[PRESERVED])
     yield engine
     close_llm(engine)
 
@@ -99,12 +102,17 @@ def test_level2_selective_wake_and_reload(llm, reference):
     from ascend_ops.device.tagged_memory import default_pool
 
     pool = default_pool()
+    kept = dict(_worker(llm).model_runner.model.named_parameters())[PRESERVED].detach().clone()
     before = _used()
     llm.sleep(level=2)
     freed = before - _used()
     assert freed >= 0.9 * (pool.nbytes("kv_cache") + pool.nbytes("weights"))
     llm.wake_up(tags=["weights"])
     assert pool.state("kv_cache") == "discarded" and pool.state("weights") == "resident"
+    # before the reload: the preserved parameter is back, the others are zeros (sleep_mode.py)
+    now = dict(_worker(llm).model_runner.model.named_parameters())
+    assert torch.equal(now[PRESERVED], kept) and bool(kept.abs().sum() > 0)
+    assert not now["model.embed_tokens.weight"].any()
     llm.collective_rpc("reload_weights")
     llm.wake_up(tags=["kv_cache"])
     assert _greedy(llm) == reference

@@ -18,8 +18,9 @@ from vllm_ascend_platform import option_support as S
 from vllm_ascend_platform.option_table import NOT_OURS, REFUSED, SUPPORTED
 
 REPO = Path(__file__).resolve().parents[3]
-#: refused engine arguments whose check lives in features.py REFUSALS (the transfer configs)
-CHECKED_ELSEWHERE = {"kv_transfer_config", "ec_transfer_config"}
+#: refused engine arguments whose check lives in features.py REFUSALS (the transfer configs,
+#: the data-parallel backend)
+CHECKED_ELSEWHERE = {"kv_transfer_config", "ec_transfer_config", "data_parallel_backend"}
 
 
 @pytest.fixture(scope="module")

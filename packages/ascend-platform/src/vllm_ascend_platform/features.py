@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_ascend_platform.config import AscendConfig
+from vllm_ascend_platform.option_table import DP_BACKEND_FIX
 
 
 class UnsupportedFeatureError(NotImplementedError):
@@ -57,6 +58,12 @@ REFUSALS: tuple[Refusal, ...] = (
         "drop --ec-transfer-config / ec_transfer_config",
     ),
     Refusal(
+        "--data-parallel-backend / data_parallel_backend",
+        lambda c, a: getattr(getattr(c, "parallel_config", None), "data_parallel_backend",
+                             "mp") != "mp",
+        DP_BACKEND_FIX,
+    ),
+    Refusal(
         "vision encoders / multimodal inputs",
         _multimodal,
         "serve a text-only model, or pass --language-model-only to skip the encoder",
@@ -66,10 +73,12 @@ REFUSALS: tuple[Refusal, ...] = (
 
 def refused_features(vllm_config: Any, ascend_config: AscendConfig) -> list[Refusal]:
     """The refusals that apply to this configuration (empty when all is supported): the
-    features above plus the refused rows of the vLLM option table (option_support.py)."""
+    features above plus the refused rows of the vLLM option table (option_support.py) and the
+    IR-op providers (option_guards.py)."""
+    from vllm_ascend_platform.option_guards import ir_provider_refusal
     from vllm_ascend_platform.option_support import option_refusals
 
-    candidates = (*REFUSALS, *option_refusals())
+    candidates = (*REFUSALS, *option_refusals(), ir_provider_refusal())
     return [r for r in candidates if r.requested(vllm_config, ascend_config)]
 
 
@@ -79,7 +88,12 @@ def check_features(vllm_config: Any, ascend_config: AscendConfig) -> None:
     Raises:
         UnsupportedFeatureError: naming every refused feature and what to change.
     """
-    refused = refused_features(vllm_config, ascend_config)
+    raise_refused(refused_features(vllm_config, ascend_config))
+
+
+def raise_refused(refused: list[Refusal]) -> None:
+    """Raise UnsupportedFeatureError listing each refusal and its fix (no-op when empty); also
+    used for the refusals checked on ``EngineArgs`` before vLLM's own checks (option_guards)."""
     if refused:
         lines = [f"- {r.feature}: {r.fix}" for r in refused]
         raise UnsupportedFeatureError(

@@ -19,14 +19,16 @@ _FRONT = "front end / engine core only: tokenizer, API server, logging, metrics,
 _LOAD = "model loading on the host (vLLM's loaders, unchanged); weights reach the runner as tensors"
 _MM = "multimodal processing; multimodal models are refused at start-up (features.py)"
 _SAMPLER = "vLLM's sampler and output processing, which our runner inherits unchanged"
+#: --data-parallel-backend: features.REFUSALS checks it (only "mp" is built and tested)
+DP_BACKEND_FIX = ("only vLLM's multiprocessing data-parallel backend is tested on Ascend "
+                  "(tests/e2e/test_parallel.py::test_dp2_matches_tp1): leave "
+                  "--data-parallel-backend at mp (Ray serves tensor parallelism through "
+                  "--distributed-executor-backend ray)")
 _CUDA = "selects a CUDA/ROCm kernel, library or allocator; never consulted on the Ascend platform"
 _SWEEP = "tests/e2e/test_option_sweep.py::test_supported_group_serves_like_the_oracle"
 _FP8 = "tests/e2e/test_option_sweep.py::test_fp8_kv_cache_first_tokens_match_float"
 _NOEFFECT = ("no effect unless a feature this table refuses is on, or the model has layers the "
              "Ascend platform does not build (GDN/KDA linear attention, Mamba)")
-#: evidence of rows vLLM itself refuses on this platform before our checks run (quoted); our
-#: check (option_support.ARG_CHECKS) stays as the second line of defence
-UPSTREAM = "vLLM's own config check refuses it on Ascend first: "
 #: what a refused kv_cache_dtype is told (the rule: ascend_ops/_checks_kv.py NPU_RULE)
 KV_FIX = ("use --kv-cache-dtype auto. fp8 / fp8_e4m3 / fp8_e5m2 (and float16 / bfloat16 under a "
           "float32 model) are served in CPU emulation with the dense backend only, not with MLA "
@@ -43,11 +45,15 @@ ARG_GROUPS: tuple[tuple[str, str, str], ...] = (
     (SUPPORTED, "tests/e2e/test_graph_parity.py::test_greedy_tokens_equal_eager",
      "cudagraph_capture_sizes max_cudagraph_capture_size compilation_config"),
     (SUPPORTED, "tests/e2e/test_parallel.py::test_tp2_matches_tp1_after_hf_generate_and_in_a_second_engine",
-     "tensor_parallel_size master_addr master_port distributed_timeout_seconds "
-     "cpu_distributed_timeout_seconds"),
+     "tensor_parallel_size distributed_timeout_seconds cpu_distributed_timeout_seconds"),
     (SUPPORTED, "tests/e2e/test_parallel.py::test_pp2_matches_tp1", "pipeline_parallel_size"),
     (SUPPORTED, "tests/e2e/test_parallel.py::test_dp2_matches_tp1",
-     "data_parallel_size data_parallel_backend dp_sync_interval"),
+     "data_parallel_size dp_sync_interval"),
+    (NOT_OURS, "read only with --nnodes > 1, where they address the torch.distributed rendezvous "
+     "store of every node (vllm/distributed/parallel_state.py init_distributed_environment); "
+     "device-independent, and the single-node engines here never consult them",
+     "master_addr master_port"),
+    (REFUSED, DP_BACKEND_FIX, "data_parallel_backend"),
     (SUPPORTED, "tests/e2e/test_parallel.py::test_ep2_matches_ep1", "enable_expert_parallel"),
     (SUPPORTED, "tests/e2e/test_parallel.py::test_ray_tp2_matches_tp1", "distributed_executor_backend"),
     (SUPPORTED, "tests/e2e/test_prefix_cache_hits.py::test_block_size_is_the_requested_one",
@@ -73,7 +79,8 @@ ARG_GROUPS: tuple[tuple[str, str, str], ...] = (
      "kv_cache_memory_bytes async_scheduling scheduling_policy long_prefill_token_threshold "
      "max_num_scheduled_tokens max_num_active_seqs stream_interval optimization_level "
      "performance_mode disable_sliding_window disable_cascade_attn prefix_caching_hash_algo "
-     "language_model_only max_parallel_loading_workers"),
+     "language_model_only max_parallel_loading_workers kernel_config ir_op_priority "
+     "worker_extension_cls enable_prompt_embeds"),
     (REFUSED, "pass --attention-backend ASCEND_ATTN or ASCEND_MLA, or leave it unset",
      "attention_backend"),
     (REFUSED, "drop --kv-transfer-config / kv_transfer_config",
@@ -85,15 +92,19 @@ ARG_GROUPS: tuple[tuple[str, str, str], ...] = (
      "dcp_q_replicate dcp_kv_cache_interleave_size cp_kv_cache_interleave_size"),
     (REFUSED, "dual-batch overlap is not built: drop --enable-dbo / --ubatch-size",
      "enable_dbo ubatch_size dbo_decode_token_threshold dbo_prefill_token_threshold"),
-    (REFUSED, UPSTREAM + "Expert parallelism load balancing is only supported on CUDA",
-     "enable_eplb"),
-    (REFUSED, UPSTREAM + "Elastic EP is only supported with enable_eplb=True", "enable_elastic_ep"),
-    (REFUSED, UPSTREAM + "cumem allocator is not supported on current platform",
+    # vLLM 0.32 rejects the next five itself while building the config, without saying what to
+    # change; option_guards.py (patch early-option-refusals) checks them first with these texts
+    (REFUSED, "expert-parallel load balancing is not built on Ascend (vLLM 0.32 builds it for "
+     "CUDA only): drop --enable-eplb", "enable_eplb"),
+    (REFUSED, "elastic expert parallelism needs expert-parallel load balancing, which is not "
+     "built on Ascend: drop --enable-elastic-ep", "enable_elastic_ep"),
+    (REFUSED, "the CUDA cumem allocator does not exist on Ascend: drop --enable-cumem-allocator "
+     "(sleep mode needs no flag beyond --enable-sleep-mode: the Ascend sleep-mode allocator)",
      "enable_cumem_allocator"),
-    (REFUSED, UPSTREAM + "EngramConfig requires a model with supported Engram embeddings",
-     "engram_config"),
-    (REFUSED, UPSTREAM + "Fault tolerance requires external load balancer mode",
-     "enable_fault_tolerance"),
+    (REFUSED, "Engram n-gram embedding tables are not built on Ascend (no served model has "
+     "them): drop --engram-config", "engram_config"),
+    (REFUSED, "engine fault tolerance (sentinels, engine recovery) is not built on Ascend: drop "
+     "--enable-fault-tolerance / --fault-tolerance-config", "enable_fault_tolerance"),
     (REFUSED, "expert-parallel load balancing is not built: drop --enable-eplb / --eplb-config "
      "/ --expert-placement-strategy", "eplb_config expert_placement_strategy "
      "enable_ep_weight_filter"),
@@ -137,7 +148,7 @@ ARG_GROUPS: tuple[tuple[str, str, str], ...] = (
      "data_parallel_external_lb data_parallel_multi_port_external_lb nnodes node_rank "
      "shutdown_timeout enable_trace_replay kv_events_config ec_manager_config "
      "fail_on_environ_validation jit_monitor_mode jit_monitor_verbose profiler_config "
-     "disable_hybrid_kv_cache_manager prefix_cache_retention_interval enable_prompt_embeds "
+     "disable_hybrid_kv_cache_manager prefix_cache_retention_interval "
      "allow_deprecated_quantization diffusion_config aux_output_config swa_bounded_replay "
      "prefix_match_unit ray_workers_use_nsight device_ids"),
     (NOT_OURS, _LOAD,
@@ -158,8 +169,8 @@ ARG_GROUPS: tuple[tuple[str, str, str], ...] = (
      "logprobs_mode use_fp64_gumbel return_sampling_mask logits_processors"),
     (NOT_OURS, _CUDA,
      "disable_custom_all_reduce enable_shm_tensor_arena enable_flashinfer_autotune "
-     "enable_layerwise_nvtx_tracing enable_mm_processor_stats kernel_config ir_op_priority "
-     "attention_config worker_extension_cls disable_nccl_for_dp_synchronization"),
+     "enable_layerwise_nvtx_tracing enable_mm_processor_stats attention_config "
+     "disable_nccl_for_dp_synchronization"),
     (SUPPORTED, "tests/e2e/test_spec_decode_ngram.py::"
      "test_greedy_equals_no_speculation_and_drafts_are_accepted",
      "speculative_config spec_method spec_model spec_tokens"),
@@ -176,9 +187,17 @@ QUANT_GROUPS: tuple[tuple[str, str, str], ...] = (
      "fp8/fp4 tensor-core GEMMs Atlas A2/A3 lack; ascend_ops has int8 W8A8 only. Quantize the "
      "checkpoint with msModelSlim (W8A8 / W8A8_DYNAMIC) and serve it with --quantization ascend",
      "awq auto_awq fp8 fbgemm_fp8 fp_quant modelopt modelopt_fp4 modelopt_mxfp8 modelopt_mixed "
-     "auto_gptq gptq gptq_marlin awq_marlin humming experts_int8 quark "
+     "auto_gptq gptq gptq_marlin awq_marlin humming quark "
      "moe_wna16 torchao inc mxfp4 gpt_oss_mxfp4 deepseek_v4_fp8 online fp8_per_tensor "
-     "fp8_per_block fp8_per_channel int8_per_channel_weight_only nvfp4_per_token mxfp8"),
+     "fp8_per_block fp8_per_channel nvfp4_per_token mxfp8"),
+    (REFUSED, "online int8 quantization is not built on Ascend: experts_int8 / "
+     "int8_per_channel_weight_only quantize the MoE expert weights to int8 weight-only as they "
+     "load and run them through vLLM's Triton / Humming / CPU int8 MoE kernels "
+     "(vllm/model_executor/layers/fused_moe/oracle/int8.py), none of which runs on Ascend, and "
+     "the Ascend MoE method has no int8 weight-only path. Quantize offline instead: msModelSlim "
+     "W8A8 / W8A8_DYNAMIC served with --quantization ascend, or a compressed-tensors int8 W8A8 "
+     "checkpoint (--quantization compressed-tensors)",
+     "experts_int8 int8_per_channel_weight_only"),
 )
 
 #: --kv-cache-dtype choices (the CacheDType literal of vllm/config/cache.py)

@@ -28,6 +28,13 @@ ENV_GROUPS: tuple[tuple[str, ...], ...] = (
      "VLLM_USE_BREAKABLE_CUDAGRAPH", "VLLM_USE_BREAKABLE_CUDAGRAPH", "0"),
     (REFUSED, "routing simulation bypasses the Ascend MoE router: unset "
      "VLLM_MOE_ROUTING_SIMULATION_STRATEGY", "VLLM_MOE_ROUTING_SIMULATION_STRATEGY", ""),
+    # the graph layer sets it to 0 (and raises on an explicit 1) when it configures the compile
+    # backend (vllm_ascend_graph/execution_mode.py, _keep_aot_cache_loadable; vLLM reads it in
+    # vllm/envs.py use_mega_aot_artifact); this row refuses a non-0 value at start-up, also
+    # under enforce_eager
+    (REFUSED, "VLLM_USE_MEGA_AOT_ARTIFACT=1 needs inductor standalone-compile artifacts, which "
+     "the Ascend compile backend does not produce (vllm_ascend_graph/execution_mode.py): unset "
+     "VLLM_USE_MEGA_AOT_ARTIFACT or set it to 0", "VLLM_USE_MEGA_AOT_ARTIFACT", "0"),
     (NOT_OURS, _VLLM,
      "VLLM_ALLOW_INSECURE_SERIALIZATION VLLM_CACHE_ROOT VLLM_COMPUTE_NANS_IN_LOGITS "
      "VLLM_DEBUG_WORKSPACE VLLM_DISABLED_KERNELS VLLM_DISABLE_COMPILE_CACHE "
@@ -38,7 +45,7 @@ ENV_GROUPS: tuple[tuple[str, ...], ...] = (
      "VLLM_MAX_NUM_BAD_WORDS VLLM_PATTERN_MATCH_DEBUG VLLM_PP_LAYER_PARTITION "
      "VLLM_RAISE_ON_LOGIT_NANS VLLM_RANDOMIZE_DP_DUMMY_INPUTS VLLM_REPLICATE_EMBED "
      "VLLM_RINGBUFFER_WARNING_INTERVAL VLLM_RPC_BASE_PATH VLLM_TUNED_CONFIG_FOLDER "
-     "VLLM_USE_AOT_COMPILE VLLM_USE_BYTECODE_HOOK VLLM_USE_HW_AGNOSTIC VLLM_USE_MEGA_AOT_ARTIFACT "
+     "VLLM_USE_AOT_COMPILE VLLM_USE_BYTECODE_HOOK VLLM_USE_HW_AGNOSTIC "
      "VLLM_USE_MODELSCOPE VLLM_USE_STANDALONE_COMPILE VLLM_WORKER_SHUTDOWN_TIMEOUT_SECONDS "
      "VLLM_ADAPTIVE_VERIFICATION_PROFILE_CONTEXT_LEN VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS "
      "VLLM_MOE_SKIP_PADDING"),

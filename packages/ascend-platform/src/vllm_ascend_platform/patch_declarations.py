@@ -164,3 +164,15 @@ register_patch(Patch(
     apply=_call("vllm_ascend_platform.spec_decode_config.refuse_mtp_without_layers"),
     scope="startup", when="every vLLM process",
 ))
+register_patch(Patch(
+    name="early-option-refusals",
+    target="vllm.engine.arg_utils:EngineArgs.create_engine_config",
+    vllm_versions=VLLM_032,
+    why="vLLM rejects --enable-eplb, --enable-elastic-ep, --enable-cumem-allocator, "
+        "--engram-config and --enable-fault-tolerance while building the sub-configs, before any "
+        "platform hook, with messages that do not say what to change on Ascend; the refusal "
+        "naming the option and the fix runs first (option_guards.py)",
+    check=callable,
+    apply=_call("vllm_ascend_platform.option_guards.refuse_before_vllm"),
+    scope="startup", when="every vLLM process (refuses only on the Ascend platform)",
+))

@@ -195,6 +195,22 @@ class NPUWorker(Worker):
         with patched("sleep-accelerator-api"):
             super().sleep(level)
 
+    def _save_sleep_parameters(self, model: torch.nn.Module) -> None:
+        """vLLM's level-2 sleep keeps host copies of the ``--sleep-preserve-parameter-names``
+        parameters, skipping those already on the host (``Worker._save_sleep_parameters``,
+        vllm/v1/worker/gpu_worker.py). In CPU emulation and on the simulated NPU the device
+        memory *is* host memory that sleep releases (sleep_mode.py), so copy those too;
+        ``wake_up`` restores them as vLLM does."""
+        super()._save_sleep_parameters(model)
+        if self.device.type != "cpu" or not self.model_config.sleep_preserve_parameter_names:
+            return
+        from fnmatch import filter as fnmatch_filter
+
+        parameters = self._get_sleep_parameters(model)
+        names = {n for pattern in self.model_config.sleep_preserve_parameter_names
+                 for n in fnmatch_filter(parameters, pattern)}
+        self._sleep_saved_parameters = {n: parameters[n].detach().clone() for n in names}
+
     def wake_up(self, tags: list[str] | None = None) -> None:
         """vLLM's ``Worker.wake_up`` through the sleep-mode backend."""
         with patched("sleep-accelerator-api"):

@@ -1,0 +1,99 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
+"""option_guards.py: the refusals checked on EngineArgs before vLLM's own config checks, and the
+IR-op providers. Engine arguments are a vLLM 0.32 ``EngineArgs`` holding its fields' defaults,
+built without ``__post_init__`` (which resolves the model; no model is read here)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from vllm_ascend_platform import option_guards as G
+from vllm_ascend_platform import option_support as S
+from vllm_ascend_platform.config import AscendConfig
+from vllm_ascend_platform.features import UnsupportedFeatureError, check_features
+
+EARLY_VALUES = {"enable_eplb": True, "enable_elastic_ep": True, "enable_cumem_allocator": True,
+                "engram_config": SimpleNamespace(), "enable_fault_tolerance": True}
+
+
+def _engine_args(**kw):
+    import dataclasses
+
+    from vllm.engine.arg_utils import EngineArgs
+
+    args = object.__new__(EngineArgs)
+    for f in dataclasses.fields(EngineArgs):
+        if f.default is not dataclasses.MISSING:
+            setattr(args, f.name, f.default)
+        elif f.default_factory is not dataclasses.MISSING:
+            setattr(args, f.name, f.default_factory())
+    for name, value in kw.items():
+        setattr(args, name, value)
+    return args
+
+
+def test_default_engine_args_pass():
+    G.check_engine_args(_engine_args())
+
+
+@pytest.mark.parametrize("name", sorted(EARLY_VALUES))
+def test_each_early_argument_refused_by_name_with_the_fix(name):
+    args = _engine_args()
+    setattr(args, name, EARLY_VALUES[name])
+    with pytest.raises(UnsupportedFeatureError) as err:
+        G.check_engine_args(args)
+    msg = str(err.value)
+    fix = {r.name: r.evidence for r in S.rows()}[name]
+    assert msg.startswith("vllm-ascend does not") and S.flag(name) in msg and fix in msg
+
+
+def test_every_early_argument_is_a_refused_row_with_a_value_check():
+    refused = {r.name for r in S.rows() if r.kind == S.KINDS[0] and r.status == "refused"}
+    assert set(G.EARLY_ARGS) <= refused & set(S.ARG_CHECKS)
+
+
+def test_wrapper_runs_our_check_first_only_on_ascend(monkeypatch):
+    from vllm.engine.arg_utils import EngineArgs
+
+    G.refuse_before_vllm()
+    G.refuse_before_vllm()  # idempotent
+    wrapped = EngineArgs.create_engine_config
+    assert wrapped.__ascend_early_check__ and not getattr(wrapped.__wrapped__,
+                                                           "__ascend_early_check__", False)
+    monkeypatch.setattr(G, "_ascend_is_current", lambda: True)
+    with pytest.raises(UnsupportedFeatureError, match="--enable-eplb"):
+        _engine_args(enable_eplb=True).create_engine_config()
+
+
+def _kernel_cfg(**lists):
+    from vllm.config.kernel import IrOpPriorityConfig
+
+    return SimpleNamespace(kernel_config=SimpleNamespace(ir_op_priority=IrOpPriorityConfig(**lists)))
+
+
+@pytest.mark.parametrize("lists", [{}, {"rms_norm": ["native"]},
+                                   {"fused_add_rms_norm": ["ascend", "native"]}])
+def test_ascend_and_native_ir_providers_pass(lists):
+    assert G.foreign_ir_providers(_kernel_cfg(**lists)) == []
+    assert not G.ir_provider_refusal().requested(_kernel_cfg(**lists), AscendConfig())
+
+
+def test_other_ir_provider_refused_by_name():
+    cfg = _kernel_cfg(rms_norm=["vllm_c", "native"], gelu_and_mul_sparse=["triton"])
+    assert G.foreign_ir_providers(cfg) == ["rms_norm=vllm_c", "gelu_and_mul_sparse=triton"]
+    refusal = G.ir_provider_refusal()
+    assert refusal.requested(cfg, AscendConfig()) and "'ascend' and 'native'" in refusal.fix
+    with pytest.raises(UnsupportedFeatureError, match="--ir-op-priority"):
+        check_features(SimpleNamespace(**vars(cfg), model_config=None), AscendConfig())
+
+
+def test_data_parallel_backend_other_than_mp_refused():
+    from vllm_ascend_platform.features import refused_features
+
+    cfg = SimpleNamespace(parallel_config=SimpleNamespace(data_parallel_backend="ray"))
+    names = [r.feature for r in refused_features(cfg, AscendConfig())]
+    assert "--data-parallel-backend / data_parallel_backend" in names
+    cfg.parallel_config.data_parallel_backend = "mp"
+    assert not any("data-parallel" in r.feature for r in refused_features(cfg, AscendConfig()))

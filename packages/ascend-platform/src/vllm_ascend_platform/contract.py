@@ -313,8 +313,10 @@ def provided_value(role: str, needed_by: str | None = None) -> Any:
         return None
     value = resolve(qualname)
     kind = DATA_ROLES[role]
-    if not isinstance(value, kind) or (
-            kind is tuple and not all(isinstance(v, str) for v in value)):
+    well_typed = isinstance(value, kind)
+    if well_typed and isinstance(value, tuple):
+        well_typed = all(isinstance(v, str) for v in value)
+    if not well_typed:
         expected = "a tuple of str" if kind is tuple else f"a {kind.__name__}"
         raise ContractError(
             f"role {role!r}: {qualname} is {value!r}, not {expected}; see docs/architecture.md, "

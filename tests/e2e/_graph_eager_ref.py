@@ -93,6 +93,24 @@ def engine_wrappers(llm, runtime_mode=None) -> list:
             and (runtime_mode is None or w.runtime_mode == runtime_mode)]
 
 
+def rank_graph_entries(llm) -> list[list[tuple[str, int, bool, int]]]:
+    """Per worker rank, ``(runtime mode, num_tokens, has_lora, replays)`` of every graph it
+    captured: :func:`engine_wrappers`' selection, taken in each worker through vLLM's
+    ``collective_rpc`` (``vllm/v1/executor/multiproc_executor.py``), which hands the function
+    the worker. Under TP > 1 the ranks' graphs live in the worker processes, not here.
+    The function is local so that cloudpickle sends it by value (workers need not import us)."""
+
+    def entries(worker):
+        from vllm_ascend_graph.wrapper import ACLGraphWrapper
+
+        cfg = worker.vllm_config
+        return [(w.runtime_mode.name, d.num_tokens, d.has_lora, e.num_replays)
+                for w in list(ACLGraphWrapper._all_instances) if w.entries and w.vllm_config is cfg
+                for d, e in w.entries.items()]
+
+    return llm.collective_rpc(entries)
+
+
 def replays(wrappers) -> int:
     """Replays so far over ``wrappers``."""
     return sum(e.num_replays for w in wrappers for e in w.entries.values())

@@ -6,6 +6,14 @@ each adapter merged by peft.
 One engine for the module: ``max_loras=3``, ``max_lora_rank=16``, prefix caching on and a
 64-token step budget, so the long prompts are served by chunked prefill. Adapters are made here
 by peft with non-zero random A and B (``lora_adapters.py``).
+
+Last, a graph-mode engine (vLLM's default ``cudagraph_mode`` on the platform,
+FULL_AND_PIECEWISE, capture sizes 1, 2, 4, 8) is built after the eager one is closed. It serves
+two batches whose adapter per prompt differs, with different ``max_tokens`` so adapters leave
+the batch between decode steps, against the HF references the earlier tests memoized
+(``HFOracle.greedy`` keeps each (prompt, n) run): the adapter index buffers are refilled in
+place each step, so a captured decode graph must follow the current adapters (docs/lora.md
+"Graph safety").
 """
 
 from __future__ import annotations
@@ -41,12 +49,21 @@ def oracles(model_path, adapters):
     return get
 
 
+_open: list = []  # the eager engine while it is up (the graph-mode fixture closes it first)
+
+
+def _close_eager() -> None:
+    while _open:
+        close_llm(_open.pop())
+
+
 @pytest.fixture(scope="module")
 def llm(model_path):
     engine = make_llm(model_path, enable_lora=True, max_loras=3, max_lora_rank=16,
                       max_cpu_loras=4, max_num_batched_tokens=BUDGET, max_num_seqs=16)
+    _open.append(engine)
     yield engine
-    close_llm(engine)
+    _close_eager()
 
 
 def _req(adapters, name: str | None):
@@ -127,3 +144,55 @@ def test_bad_adapter_is_refused_and_engine_keeps_serving(llm, adapters, oracles,
         _generate(llm, prompt_ids[:1], bad, 4)
     got, _ = _generate(llm, prompt_ids[:2], _req(adapters, "a1"), 8)
     assert got == [oracles("a1").greedy(p, 8).tokens for p in prompt_ids[:2]]
+
+
+# Graph mode (last: its fixture closes the eager engine). Per batch, the adapter of each prompt
+# and its HF reference run (adapter, n): runs the tests above computed, so the oracle's memo
+# serves them. A row asks for max_tokens <= n; the first m tokens of an n-token greedy run are
+# the m-token greedy run (HFOracle.greedy: one argmax per step, each step only sees earlier ones).
+GRAPH_BATCHES = [
+    # test_three_adapters_and_base_in_one_batch's rows (16 tokens)
+    [(None, 16, 16), ("a1", 16, 5), ("a2", 16, 9), ("a3", 16, 16),
+     (None, 16, 3), ("a1", 16, 12), ("a2", 16, 7), ("a3", 16, 14)],
+    # every prompt with another adapter: a1/base at NEW_TOKENS (test_one_adapter_equals_hf_merged),
+    # a2/a3 at 16 (test_more_adapters_than_max_loras_in_flight, the three-adapter batch)
+    [("a1", NEW_TOKENS, 10), ("a2", 16, 16), ("a3", 16, 4), (None, NEW_TOKENS, 13),
+     ("a1", NEW_TOKENS, 16), (None, NEW_TOKENS, 6), ("a2", 16, 11), ("a3", 16, 8)],
+]
+
+
+@pytest.fixture(scope="module")
+def graph_llm(model_path):
+    _close_eager()  # one engine at a time
+    engine = make_llm(model_path, enable_lora=True, max_loras=3, max_lora_rank=16,
+                      max_num_seqs=8, enforce_eager=False,
+                      compilation_config={"cudagraph_capture_sizes": [1, 2, 4, 8]})
+    yield engine
+    close_llm(engine)
+
+
+def test_graph_mode_follows_the_active_adapters(graph_llm, adapters, oracles, oracle, prompt_ids):
+    from _graph_eager_ref import engine_wrappers
+    from vllm import SamplingParams
+    from vllm.config import CUDAGraphMode
+    from vllm.inputs import TokensPrompt
+
+    assert graph_llm.llm_engine.vllm_config.compilation_config.cudagraph_mode.name == \
+        "FULL_AND_PIECEWISE"
+    full = engine_wrappers(graph_llm, CUDAGraphMode.FULL)
+    assert any(d.has_lora for w in full for d in w.entries), "no FULL graph with LoRA captured"
+
+    def lora_replays() -> int:
+        return sum(e.num_replays for w in full for d, e in w.entries.items() if d.has_lora)
+
+    for batch in GRAPH_BATCHES:
+        start = lora_replays()
+        outs = graph_llm.generate(
+            [TokensPrompt(prompt_token_ids=p) for p in prompt_ids],
+            [SamplingParams(temperature=0.0, max_tokens=m, ignore_eos=True) for _, _, m in batch],
+            lora_request=[_req(adapters, name) for name, _, _ in batch], use_tqdm=False)
+        for row, ((name, n, m), p, out) in enumerate(zip(batch, prompt_ids, outs, strict=True)):
+            ref = oracle if name is None else oracles(name)
+            want = ref.greedy(p, n).tokens[:m]
+            assert list(out.outputs[0].token_ids) == want, f"row {row} (adapter {name})"
+        assert lora_replays() > start, "no FULL decode graph with LoRA was replayed"

@@ -88,7 +88,8 @@ def foreign_ir_providers(vllm_config: Any) -> list[str]:
     priority = getattr(getattr(vllm_config, "kernel_config", None), "ir_op_priority", None)
     if priority is None:
         return []
-    lists = (dataclasses.asdict(priority) if dataclasses.is_dataclass(priority)
+    lists = (dataclasses.asdict(priority)
+             if dataclasses.is_dataclass(priority) and not isinstance(priority, type)
              else dict(vars(priority)))
     return [f"{op}={p}" for op, providers in lists.items() for p in (providers or [])
             if p not in IR_PROVIDERS]

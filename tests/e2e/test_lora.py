@@ -19,6 +19,7 @@ place each step, so a captured decode graph must follow the current adapters (do
 from __future__ import annotations
 
 import pytest
+import torch
 from engine import close_llm, greedy_params, make_llm
 from lora_adapters import MergedOracle, make_adapter
 from prompts import NEW_TOKENS
@@ -49,6 +50,8 @@ def oracles(model_path, adapters):
     return get
 
 
+#: the model's LoRA modules as vLLM names them (packed qkv / gate_up), all the adapters touch
+LORA_MODULES = ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]
 _open: list = []  # the eager engine while it is up (the graph-mode fixture closes it first)
 
 
@@ -59,8 +62,11 @@ def _close_eager() -> None:
 
 @pytest.fixture(scope="module")
 def llm(model_path):
+    # lora_dtype / lora_target_modules non-default (vLLM's: "auto" = the model dtype, None = every
+    # supported module); the explicit values name the same, so the adapters' references hold
     engine = make_llm(model_path, enable_lora=True, max_loras=3, max_lora_rank=16,
-                      max_cpu_loras=4, max_num_batched_tokens=BUDGET, max_num_seqs=16)
+                      max_cpu_loras=4, max_num_batched_tokens=BUDGET, max_num_seqs=16,
+                      lora_dtype=torch.float32, lora_target_modules=LORA_MODULES)
     _open.append(engine)
     yield engine
     _close_eager()
@@ -88,6 +94,8 @@ def test_one_adapter_equals_hf_merged(llm, adapters, oracles, oracle, prompt_ids
     assert got == want
     base = [oracle.greedy(p, NEW_TOKENS).tokens for p in prompt_ids]
     assert sum(g != b for g, b in zip(got, base, strict=True)) >= 6, "the adapter barely changes the output"
+    lora = llm.llm_engine.vllm_config.lora_config
+    assert str(lora.lora_dtype).endswith("float32") and sorted(lora.target_modules) == sorted(LORA_MODULES)
 
 
 def test_three_adapters_and_base_in_one_batch(llm, adapters, oracles, oracle, prompt_ids):

@@ -8,7 +8,8 @@ Sessions
                      ``nox -s "tests(ascend-ops)"`` and ``nox -t ascend-ops`` are the same run.
     e2e              ``tests/e2e``: real vLLM + the whole plugin vs HF transformers on SmolLM2
                      (CPU emulation; the simulated-NPU tests run in ``npu_coverage``). Without
-                     arguments, in ``E2E_PARTS`` pytest processes over consecutive test files.
+                     arguments, in ``E2E_PARTS`` pytest processes over consecutive test files,
+                     ``VLLM_ASCEND_E2E_JOBS`` (default 2) of them at once.
     npu_coverage     the simulated-NPU tests (the ascend-ops test files that use the simulated
                      NPU, ``tests/e2e/test_simulated_npu*.py``), then every torch_npu / torch.npu
                      call site in the source against the sites they executed; 100 % required.
@@ -63,6 +64,7 @@ VENV_PY = VENV / "bin" / "python"
 STANDALONE = "ascend-ops"  # the one layer that never sees vLLM
 
 sys.path.insert(0, str(ROOT / "scripts"))
+from parallel_parts import jobs_from_env, run_parts  # noqa: E402
 from venv_overlay import overlay  # noqa: E402
 
 nox.options.sessions = ["lint", "hygiene", "typecheck", "tests", "e2e", "npu_coverage", "release"]
@@ -213,23 +215,28 @@ def e2e(session: nox.Session) -> None:
     # The full run (no arguments) is split into E2E_PARTS pytest processes over consecutive test
     # files: each process keeps what its engines leave behind (>8 GiB RSS over all of tests/e2e,
     # on a 24 GiB box); a new process costs ~10 s of imports. Every part runs; failures at the end.
-    parts = [targets]
-    if not session.posargs:
-        files = sorted(str(p) for p in (ROOT / "tests" / "e2e").rglob("test_*.py")
-                       if not p.match(SIM_E2E_GLOB))
-        size = -(-len(files) // E2E_PARTS)
-        parts = [files[i:i + size] for i in range(0, len(files), size)]
-    failed = []
-    for n, part in enumerate(parts, 1):
-        try:
-            # --durations: the slowest tests in CI's log, to keep the run inside its time budget
-            session.run(str(VENV_PY), "-m", "pytest", *part, *skip_sim, "-p", "no:cacheprovider",
-                        "-v", "--timeout=1800", "--durations=30", *session.posargs, env=env,
-                        external=True)
-        except nox.command.CommandFailed:
-            failed.append(n)
+    # VLLM_ASCEND_E2E_JOBS parts run at once (default 2; 1 = one after another): much of a part's
+    # wall time is one-core work (imports, weight loading, graph compilation, child processes).
+    # --durations: the slowest tests in CI's log, to keep the run inside its time budget.
+    pytest_args = ["-p", "no:cacheprovider", "-v", "--timeout=1800", "--durations=30"]
+    if session.posargs:
+        session.run(str(VENV_PY), "-m", "pytest", *targets, *skip_sim, *pytest_args,
+                    *session.posargs, env=env, external=True)
+        return
+    files = sorted(str(p) for p in (ROOT / "tests" / "e2e").rglob("test_*.py")
+                   if not p.match(SIM_E2E_GLOB))
+    size = -(-len(files) // E2E_PARTS)
+    parts = [files[i:i + size] for i in range(0, len(files), size)]
+    # caches every part reads (the converted SmolLM2) are made once, before the parts race for them
+    session.run(str(VENV_PY), "-c", "from vllm_ascend import demo_model; demo_model.prepare()",
+                env=env, external=True)
+    jobs = jobs_from_env("VLLM_ASCEND_E2E_JOBS", 2)
+    full_env = {k: v for k, v in {**os.environ, **env}.items() if v is not None}
+    codes = run_parts([[str(VENV_PY), "-m", "pytest", *part, *pytest_args] for part in parts],
+                      ROOT / ".nox" / "e2e-parts", full_env, jobs)
+    failed = [n for n, rc in enumerate(codes, 1) if rc != 0]
     if failed:
-        session.error(f"e2e part(s) {failed} of {len(parts)} failed (see above)")
+        session.error(f"e2e part(s) {failed} of {len(parts)} failed (see their logs above)")
 
 
 E2E_PARTS = 2

@@ -18,8 +18,9 @@ _spec = importlib.util.spec_from_file_location("parallel_parts", ROOT / "scripts
 parallel_parts = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(parallel_parts)
 
-# Each part appends "start <n>" / "end <n>" to one shared file around a 1.5 s sleep (long enough for a busy box to start the next part), so the
-# file shows how many parts were inside their sleep at the same time.
+# Each part appends "start <n>" / "end <n>" to one shared file around a 1.5 s sleep (long
+# enough for a busy box to start the next part), so the file shows how many parts were inside
+# their sleep at the same time.
 _PART = ("import sys, time; n, path, rc = sys.argv[1], sys.argv[2], int(sys.argv[3]);"
          "open(path, 'a').write(f'start {n}\\n'); time.sleep(1.5);"
          "open(path, 'a').write(f'end {n}\\n'); print(f'output of part {n}'); sys.exit(rc)")

@@ -41,6 +41,7 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "VLLM_ASCEND_CACHE": "root of the vllm-ascend cache (default ~/.cache/vllm-ascend; demo weights)",
     "VLLM_ASCEND_VENV": "tooling: the virtual environment nox uses (default .venv in the checkout)",
     "VLLM_ASCEND_WHEELHOUSE": "tooling: the wheel folder the release tests install from",
+    "VLLM_ASCEND_E2E_JOBS": "tooling: how many e2e parts nox runs at once (default 2; 1 = in turn)",
 }
 
 _DEFAULT_EMULATED_MEMORY = 8 * GiB

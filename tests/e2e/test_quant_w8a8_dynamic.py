@@ -10,11 +10,16 @@ int8 ops ran; the first token's log-probabilities equal the oracle's (quant_orac
 greedy parity with the float64 oracle and top-1 agreement >= 0.9 with the float model (the
 feature's bars, _quant_cases.py; both measured short of them on this checkpoint: xfail with the
 numbers); the KV-cache budget grows by the weight bytes int8 saves; a description naming an
-unsupported scheme, a missing scale tensor and ``quantization="ascend"`` on a float checkpoint
-are refused, naming the tensor or file.
+unsupported scheme, a missing scale tensor, a scale tensor of the wrong shape and
+``quantization="ascend"`` on a float checkpoint are refused, naming the tensor or file (and the
+shape expected).
 """
 
 from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
 
 import pytest
 from _quant_cases import (
@@ -133,13 +138,29 @@ def test_unsupported_scheme_refused_at_start_up(ckpt, tmp_path):
         LLM(model=bad, dtype="float32", **ENGINE)
 
 
-def test_missing_scale_refused_at_load(ckpt, tmp_path):
+K5_SCALE = "model.layers.5.self_attn.k_proj.weight_scale"
+
+
+@pytest.mark.parametrize("case", ["missing", "wrong_shape"])
+def test_missing_or_misshapen_scale_refused_at_load(ckpt, tmp_path, case):
+    from safetensors import safe_open
     from vllm import LLM
 
-    bad = broken_copy(ckpt, tmp_path / "noscale", drop=["model.layers.5.self_attn.k_proj"
-                                                          ".weight_scale"])
-    with pytest.raises(Exception, match=r"'model\.layers\.5\.self_attn\.k_proj\.weight_scale' "
-                                        r"is missing"):
+    if case == "missing":
+        bad = broken_copy(ckpt, tmp_path / "noscale", drop=[K5_SCALE])
+        want = rf"'{re.escape(K5_SCALE)}' is missing"
+    else:
+        # msModelSlim writes a per-channel weight_scale as [out_rows, 1] (read from the
+        # checkpoint itself); a flat [out_rows] is refused naming the tensor and that shape
+        shard = json.loads((Path(ckpt) / "quant_model_weights.safetensors.index.json")
+                           .read_text())["weight_map"][K5_SCALE]
+        with safe_open(str(Path(ckpt) / shard), "pt") as f:
+            scale = f.get_tensor(K5_SCALE)
+        assert scale.dim() == 2 and scale.shape[1] == 1
+        bad = broken_copy(ckpt, tmp_path / "flatscale", replace={K5_SCALE: scale.reshape(-1)})
+        want = (rf"'{re.escape(K5_SCALE)}'.*expected shape {re.escape(str(list(scale.shape)))}"
+                rf", found \[{scale.shape[0]}\]")
+    with pytest.raises(Exception, match=want):
         LLM(model=bad, dtype="float32", **ENGINE)
 
 

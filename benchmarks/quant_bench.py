@@ -11,8 +11,14 @@
 * decode step (``--engine``): our plugin in CPU emulation serving the msModelSlim W8A8_DYNAMIC
   SmolLM2 checkpoint (made by tests/e2e/quant_checkpoints.py) vs the float32 model, a batch of 8
   greedy requests x 64 new tokens, generated tokens per second after a warm-up; each engine in
-  its own subprocess. vLLM's own CPU backend on an int8 compressed-tensors checkpoint is not
-  benchmarked: no such checkpoint path exists in this plugin yet (README, quantized models).
+  its own subprocess.
+
+Not measured here: an int8 compressed-tensors checkpoint. That path is built
+(``quantization/compressed_int8.py``, tests/e2e/test_quant_compressed_int8.py); its dynamic
+scheme runs the same ``dynamic_quant`` + ``quant_matmul`` the linear rows time (its static
+scheme's ``quantize`` is not timed), but ``--engine`` serves the msModelSlim checkpoint only.
+vLLM's own CPU backend on it is not compared either: its int8 GEMM takes bfloat16/float16
+activations only and the engines here run float32 (README, "Quantized models").
 
     python benchmarks/quant_bench.py [--iters 50] [--threads N] [--engine]
 """

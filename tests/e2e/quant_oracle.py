@@ -89,13 +89,14 @@ def load_oracle(float_path: str, quant_path: str, dtype: torch.dtype = torch.flo
 
 
 @torch.inference_mode()
-def teacher_forced(model, prompts, outputs, tol: float = 0.05):
-    """(agreed, total, misses) of ``outputs`` judged by ``model`` teacher-forced (module doc)."""
+def teacher_forced(model, prompts, outputs, tol: float = 0.05, perturbed: int = PERTURBED):
+    """(agreed, total, misses) of ``outputs`` judged by ``model`` teacher-forced (module doc):
+    the exact run and ``perturbed`` runs with 1e-7 input noise on the quantizers."""
     agreed, total, misses = 0, 0, []
     for k, (prompt, gen) in enumerate(zip(prompts, outputs, strict=True)):
         ids = torch.tensor([list(prompt) + list(gen)])
         runs = []
-        for seed in range(PERTURBED + 1):
+        for seed in range(perturbed + 1):
             _FakeQuantLinear.noise = torch.Generator().manual_seed(seed) if seed else None
             try:
                 logits = model(input_ids=ids, use_cache=False).logits[0]

@@ -103,7 +103,9 @@ def test_greedy_parity_with_the_float64_oracle(served, ckpt, model_path, prompt_
 
 @pytest.mark.xfail(strict=False, reason=(
     "a property of the msModelSlim checkpoint, not of this plugin: measured 228/256 = 0.891 "
-    "exact teacher-forced top-1 agreement with the float model, just under the 0.9 asked for"))
+    "exact teacher-forced top-1 agreement with the float model, just under the 0.9 asked for; "
+    "on a box with AMX it passes (XPASS): the rate moves with the float32 rounding of the "
+    "GEMMs, which decides int8 rounding flips (quant_oracle.py's docstring)"))
 def test_top1_agreement_with_the_float_model(served, model_path, prompt_ids):
     rate = float_top1_agreement(model_path, prompt_ids[:N_PROMPTS], served["tokens"])
     assert rate >= 0.9, f"top-1 agreement with the float model {rate:.3f} < 0.9"

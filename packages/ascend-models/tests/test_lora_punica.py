@@ -88,3 +88,21 @@ def test_logits_use_one_adapter_per_request():
             want[r, :20] += b[s, 0].double() @ (a[s, 0].double() @ x[r].double())
     w.add_lora_logits(y, x, a, b, 1.0)
     torch.testing.assert_close(y.double(), want, atol=1e-4, rtol=1e-4)
+
+
+def test_embedding_expands_each_tokens_own_adapter():
+    """``VocabParallelEmbeddingWithLoRA.forward`` (vllm/lora/layers/vocab_parallel_embedding.py)
+    looks up each token's LoRA A row itself and calls ``add_lora_embedding(y, x, lora_b_stacked,
+    add_input=True)``: ``y[t] += lora_b[slot(t)] @ x[t]`` for tokens with an adapter, base tokens
+    unchanged (punica_base.py's documented semantics)."""
+    w = _wrapper()
+    g = torch.Generator().manual_seed(3)
+    b = torch.randn(SLOTS, 1, HIDDEN, RANK, generator=g)
+    x = torch.randn(len(TOKEN_IDS), RANK, generator=g)
+    y = torch.randn(len(TOKEN_IDS), HIDDEN, generator=g)
+    want = y.double().clone()
+    for t, lid in enumerate(TOKEN_IDS):
+        if lid:
+            want[t] += b[SLOT_OF[lid], 0].double() @ x[t].double()
+    w.add_lora_embedding(y, x, b, add_input=True)
+    torch.testing.assert_close(y.double(), want, atol=1e-4, rtol=1e-4)

@@ -165,3 +165,11 @@ def test_graph_mode_greedy_equals_no_speculation(ngram_graph, reference):
     got = _tokens(ngram_graph.generate(PROMPTS, _greedy(), use_tqdm=False))
     assert got == reference["plain"]
     assert replays(wrappers) > start, "no FULL decode graph was replayed"
+
+
+def test_graph_mode_mixed_batch_gets_what_each_request_asked_for(ngram_graph, reference):
+    """The mixed batch (structured output, penalties, plain) through FULL decode graphs: the
+    grammar bitmask and the penalties apply to the verified tokens as in eager mode."""
+    outs = ngram_graph.generate(PROMPTS, _mixed_params(), use_tqdm=False)
+    assert re.fullmatch(REGEX, outs[0].outputs[0].text), outs[0].outputs[0].text
+    assert _tokens(outs) == reference["mixed"]

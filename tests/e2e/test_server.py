@@ -51,8 +51,7 @@ def server(model_path, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client(server):
-    return openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0,
-                         timeout=120)
+    return server.client(timeout=120)
 
 
 @pytest.fixture(scope="module")

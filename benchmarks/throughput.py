@@ -49,12 +49,19 @@ if __name__ == "__main__":
     tokens = sum(len(o.outputs[0].token_ids) for o in outs)
     ids = [list(o.outputs[0].token_ids) for o in outs]
     platform = type(__import__("vllm.platforms", fromlist=["x"]).current_platform).__name__
+    quant = llm.llm_engine.vllm_config.model_config.quantization
     print("RESULT " + json.dumps({"tokens": tokens, "seconds": elapsed, "platform": platform,
-                                 "ids": ids}))
+                                 "ids": ids, "quantization": quant}))
 """
 
 
-def _run(model: str, ours: bool, threads: int, dtype: str, batch: int) -> dict:
+def run_side(model: str, ours: bool, threads: int, dtype: str, batch: int,
+             new_tokens: int = NEW_TOKENS) -> dict:
+    """One engine in its own subprocess: ``ours`` = our plugin in CPU emulation, else vLLM's own
+    CPU platform (no plugin loaded). ``batch`` prompts (cycling ``PROMPTS``) x ``new_tokens``
+    greedy tokens after a warm-up; returns tokens, seconds, platform and the generated ids.
+    Raises ``RuntimeError`` with the child's stderr tail when it fails. quant_bench.py uses it."""
+    prompts = [PROMPTS[i % len(PROMPTS)] for i in range(batch)]
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), VLLM_ENABLE_V1_MULTIPROCESSING="0",
                HF_HUB_OFFLINE="1")
     env.pop("VLLM_TARGET_DEVICE", None)
@@ -67,7 +74,7 @@ def _run(model: str, ours: bool, threads: int, dtype: str, batch: int) -> dict:
         env.pop("VLLM_ASCEND_EMULATE", None)
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, model, json.dumps(PROMPTS[:batch]), str(NEW_TOKENS), dtype],
+        [sys.executable, "-c", CHILD, model, json.dumps(prompts), str(new_tokens), dtype],
         env=env, capture_output=True, text=True, timeout=1200,
     )
     for line in proc.stdout.splitlines():
@@ -81,7 +88,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2, help="interleaved runs per side (best kept)")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="OMP_NUM_THREADS")
     parser.add_argument("--dtypes", default="float32", help="comma-separated model dtypes")
-    parser.add_argument("--batch", default="8", help="comma-separated request counts (<= 8)")
+    parser.add_argument("--batch", default="8",
+                        help="comma-separated request counts (prompts repeat past 8)")
     args = parser.parse_args()
     from vllm_ascend import demo_model
 
@@ -92,7 +100,7 @@ def main() -> int:
             ids: dict[str, list] = {}
             for _ in range(args.rounds):
                 for name, ours in (("vllm-cpu", False), ("vllm-ascend-emulation", True)):
-                    r = _run(model, ours, args.threads, dtype, batch)
+                    r = run_side(model, ours, args.threads, dtype, batch)
                     tps = r["tokens"] / r["seconds"]
                     ids[name] = r["ids"]
                     print(f"{dtype} batch {batch} {name:24s} platform={r['platform']:12s} "

@@ -6,6 +6,8 @@
 bfloat16: vLLM's ``cpu_fused_moe`` prepack has no float64 kernel), and
 ``benchmarks/comm_bench.py --sizes`` only byte counts with an optional K/M/G suffix. Both
 are checked by argparse before any work, so each case costs one interpreter start.
+``benchmarks/quant_bench.py``'s counts (``--batch``, ``--new-tokens``, ``--rounds``, ...) take
+positive integers only.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ def _run(script: str, *args: str) -> subprocess.CompletedProcess:
     ("moe_bench.py", ["--dtypes", "float33"], "float33"),
     ("comm_bench.py", ["--sizes", "1K,1X"], "1X"),
     ("comm_bench.py", ["--sizes", "0"], "0"),
+    ("quant_bench.py", ["--ct", "--new-tokens", "0"], "0"),
+    ("quant_bench.py", ["--batch", "x"], "x"),
 ])
 def test_bad_argument_is_a_usage_error(script, args, named):
     proc = _run(script, *args)
@@ -40,7 +44,8 @@ def test_bad_argument_is_a_usage_error(script, args, named):
 
 
 @pytest.mark.parametrize("script, default", [("moe_bench.py", "float32,bfloat16"),
-                                             ("comm_bench.py", "1K,64K,1M,8M")])
+                                             ("comm_bench.py", "1K,64K,1M,8M"),
+                                             ("quant_bench.py", "32")])
 def test_help_shows_defaults(script, default):
     proc = _run(script, "--help")
     assert proc.returncode == 0, proc.stderr

@@ -239,7 +239,7 @@ def e2e(session: nox.Session) -> None:
         session.error(f"e2e part(s) {failed} of {len(parts)} failed (see their logs above)")
 
 
-E2E_PARTS = 3
+E2E_PARTS = 4
 
 
 SIM_E2E_GLOB = "test_simulated_npu*.py"

@@ -15,7 +15,18 @@ import sys
 PROMPTS = ["The capital of France is", "def fibonacci(n):", "Water boils at"]
 
 
+#: --sleep-preserve-parameter-names: kept over level-2 sleep (vLLM's Worker keeps a host copy)
+PRESERVED, OTHER = "model.norm.weight", "model.embed_tokens.weight"
+
+
+def _snapshot(worker) -> dict:
+    """Host copies of the preserved and one other parameter (run in the worker)."""
+    params = dict(worker.model_runner.model.named_parameters())
+    return {n: params[n].detach().to("cpu", copy=True) for n in (PRESERVED, OTHER)}
+
+
 def main(model: str, out: str) -> None:
+    import torch
     from ascend_ops import device
     from ascend_ops.device.tagged_memory import default_pool
     from engine import close_llm
@@ -24,6 +35,7 @@ def main(model: str, out: str) -> None:
 
     llm = LLM(model=model, seed=0, dtype="float16", max_model_len=512, max_num_seqs=8,
               gpu_memory_utilization=0.5, enable_sleep_mode=True,
+              sleep_preserve_parameter_names=[PRESERVED],
               compilation_config={"cudagraph_mode": "FULL_DECODE_ONLY",
                                   "cudagraph_capture_sizes": [1, 2, 4]})
     params = SamplingParams(temperature=0.0, max_tokens=8, ignore_eos=True)
@@ -53,10 +65,15 @@ def main(model: str, out: str) -> None:
         tokens = greedy()
         res["level1"].append({"freed": before - asleep, "restored": used() - asleep,
                               "tokens": tokens, "replays_after_wake": replays() - r0})
+    kept = llm.collective_rpc(_snapshot)[0]
     before = used()
     llm.sleep(level=2)
     res["level2_freed"] = before - used()
     llm.wake_up(tags=["weights"])
+    now = llm.collective_rpc(_snapshot)[0]  # before the reload: preserved back, the rest zeros
+    res["preserved_kept"] = bool(torch.equal(now[PRESERVED], kept[PRESERVED]))
+    res["preserved_nonzero"] = bool(kept[PRESERVED].abs().sum() > 0)
+    res["others_zero"] = not bool(now[OTHER].any())
     llm.collective_rpc("reload_weights")
     llm.wake_up(tags=["kv_cache"])
     res["level2_tokens"] = greedy()

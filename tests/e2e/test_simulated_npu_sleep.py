@@ -37,4 +37,7 @@ def test_sleep_cycles_on_simulated_npu(model_path, tmp_path):
         assert cycle["tokens"] == res["reference"]
         assert cycle["replays_after_wake"] > 0  # decode ran on (re-captured) FULL graphs
     assert res["level2_freed"] == kv + weights
+    # --sleep-preserve-parameter-names on the NPU branch: the named weight comes back with the
+    # weights tag, the others stay released (zeros) until reload_weights
+    assert res["preserved_kept"] and res["preserved_nonzero"] and res["others_zero"]
     assert res["level2_tokens"] == res["reference"]

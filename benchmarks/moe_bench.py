@@ -48,7 +48,6 @@ from __future__ import annotations
 import argparse
 import os
 import time
-import types
 
 os.environ.setdefault("VLLM_PLUGINS", "")  # vLLM's own CPU platform (see docstring)
 
@@ -95,6 +94,12 @@ def vllm_cpu_moe(w13, w2, top_k: int, renormalize: bool):
             f"vLLM's current platform is {type(current_platform).__name__}, not its CPU platform: "
             "run without VLLM_ASCEND_EMULATE / with VLLM_PLUGINS=''"
         )
+    # vLLM's bfloat16 experts use AMX tiles on CPUs that have them; Linux hands a process the AMX
+    # state only after it asks (arch_prctl ARCH_REQ_XCOMP_PERM), which oneDNN does on its first
+    # AMX-capable GEMM -- long done in a vLLM engine by the time an MoE layer runs, but not in this
+    # process, where the only GEMMs before vLLM's kernel would be ours: without the request the
+    # kernel dies with SIGILL. torch's own helper makes the request (a no-op without AMX).
+    torch._C._cpu._init_amx()
     e, two_i, h = w13.shape
     cfg = FusedMoEConfig(
         num_experts=e, experts_per_token=top_k, hidden_dim=h, intermediate_size=two_i // 2,
@@ -131,16 +136,21 @@ def vllm_cpu_moe(w13, w2, top_k: int, renormalize: bool):
 def ascend_moe(w13, w2, top_k: int, renormalize: bool, backend: str):
     """``fn(x, logits)`` running our MoE method's forward on ``ascend_ops`` backend ``backend``."""
     import ascend_ops
-    from vllm_ascend_models.moe import ascend_moe_forward
+    from vllm_ascend_models.moe import ascend_moe_forward, pack_expert_weights
 
     # the RoutedExperts attributes ascend_moe_forward reads (plain softmax top-k, no EP)
-    layer = types.SimpleNamespace(
+    layer = torch.nn.Module()
+    for name, value in dict(
         w13_weight=w13, w2_weight=w2, top_k=top_k, scoring_func="softmax",
         renormalize=renormalize, use_grouped_topk=False, num_expert_group=None, topk_group=None,
         routed_scaling_factor=1.0, e_score_correction_bias=None, expert_map=None,
-    )
+    ).items():
+        layer.__dict__[name] = value
     if backend == "native" and not ascend_ops.native_available():
         raise SystemExit("ascend_ops._C is not built: install ascend-ops non-editable first")
+    if backend == "native":
+        with ascend_ops.use_backend(backend):
+            pack_expert_weights(layer)  # what the method's process_weights_after_loading does
 
     def fn(x, logits):
         with ascend_ops.use_backend(backend):

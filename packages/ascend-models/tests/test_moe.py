@@ -119,3 +119,58 @@ def test_register_replaces_unquantized_method():
     ours = op_registry_oot["UnquantizedFusedMoEMethod"]
     assert issubclass(ours, UnquantizedFusedMoEMethod) and ours.__module__ == "vllm_ascend_models.moe"
     assert ours.name == UnquantizedFusedMoEMethod.name
+
+
+class _Experts(torch.nn.Module):
+    """A weak-referenceable stand-in for vLLM's RoutedExperts (what ``pack_expert_weights`` reads)."""
+
+    def __init__(self, ns):
+        super().__init__()
+        self.__dict__.update(vars(ns))
+
+
+def test_packed_experts_give_the_same_output_and_are_released(monkeypatch):
+    import gc
+
+    import ascend_ops
+    from ascend_ops import _native_moe
+    from ascend_ops._dispatch import native_module
+    from vllm_ascend_models.moe import pack_expert_weights
+
+    calls = []
+    real = native_module().grouped_matmul_packed
+    monkeypatch.setattr(native_module(), "grouped_matmul_packed",
+                        lambda *a: (calls.append(a), real(*a))[1])
+    g = torch.Generator().manual_seed(3)
+    x, logits = torch.randn(T, H, generator=g), torch.randn(T, E, generator=g)
+    plain = _layer()
+    plain.w13_weight, plain.w2_weight = plain.w13_weight.bfloat16(), plain.w2_weight.bfloat16()
+    x = x.bfloat16()  # bfloat16 experts are packed (float32 ones are not: PACKED_DTYPES)
+    want = ascend_moe_forward(plain, x, logits)
+    before = _native_moe.pack_count()
+    layer = _Experts(plain)
+    with ascend_ops.use_backend("native"):
+        pack_expert_weights(layer)
+        assert layer.ascend_w13_handle >= 0 and layer.ascend_w2_handle >= 0
+        got = ascend_moe_forward(layer, x, logits)
+        assert len(calls) == 2, "both grouped matmuls must run on the packed weights"
+        torch.testing.assert_close(got, want, atol=2e-2, rtol=2e-2)
+        layer.w2_weight.mul_(2.0)  # a weight reload writes in place: the pack follows
+        torch.testing.assert_close(ascend_moe_forward(layer, x, logits), 2 * want, atol=4e-2, rtol=2e-2)
+    assert _native_moe.pack_count() == before + 2
+    del layer
+    gc.collect()
+    assert _native_moe.pack_count() == before
+
+
+def test_no_packs_off_the_native_backend():
+    import ascend_ops
+    from vllm_ascend_models.moe import pack_expert_weights
+
+    layer = _Experts(_layer())  # float32: not packed on any backend
+    pack_expert_weights(layer)
+    assert layer.ascend_w13_handle == -1 and layer.ascend_w2_handle == -1
+    layer.w13_weight, layer.w2_weight = layer.w13_weight.bfloat16(), layer.w2_weight.bfloat16()
+    with ascend_ops.use_backend("reference"):
+        pack_expert_weights(layer)
+    assert layer.ascend_w13_handle == -1 and layer.ascend_w2_handle == -1

@@ -28,6 +28,12 @@ PYBIND11_MODULE(_C, m) {
   m.def("reshape_and_cache", &reshape_and_cache, nogil);
   m.def("paged_attention", &paged_attention, nogil);
   m.def("grouped_matmul", &grouped_matmul, nogil);
+  m.def("grouped_weight_packed_size", &grouped_weight_packed_size);
+  m.def("pack_grouped_weight", &pack_grouped_weight, nogil);
+  m.def("grouped_matmul_packed", &grouped_matmul_packed, nogil);
+  m.def("moe_gating_top_k", &moe_gating_top_k, nogil);
+  m.def("moe_init_routing", &moe_init_routing, nogil);
+  m.def("moe_finalize_routing", &moe_finalize_routing, nogil);
   m.def("sample_recovered_tokens", &sample_recovered_tokens, nogil);
   m.def("rejection_sample", &rejection_sample, nogil);
   m.def("num_threads", &num_threads, "OpenMP threads the kernels use");

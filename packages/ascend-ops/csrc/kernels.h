@@ -34,6 +34,22 @@ void paged_attention(uintptr_t query, uintptr_t key_cache, uintptr_t value_cache
 void grouped_matmul(uintptr_t x, uintptr_t weight, uintptr_t group_list, uintptr_t out,
                     int64_t rows, int64_t k, int64_t n, int64_t experts, int64_t stride_e,
                     int64_t stride_n, int dtype);
+// Prepacked expert weights (moe_packed.cpp): size in elements, pack, matmul.
+int64_t grouped_weight_packed_size(int64_t experts, int64_t k, int64_t n, int dtype);
+void pack_grouped_weight(uintptr_t weight, uintptr_t packed, int64_t experts, int64_t k, int64_t n,
+                         int64_t stride_e, int64_t stride_k, int64_t stride_n, int dtype);
+void grouped_matmul_packed(uintptr_t x, uintptr_t packed, uintptr_t group_list, uintptr_t out,
+                           int64_t rows, int64_t k, int64_t n, int64_t experts, int dtype);
+// MoE routing (moe_routing.cpp).
+void moe_gating_top_k(uintptr_t logits, uintptr_t weights, uintptr_t ids, int64_t tokens,
+                      int64_t experts, int64_t top_k, bool sigmoid, bool renormalize, double scale,
+                      int dtype);
+void moe_init_routing(uintptr_t x, uintptr_t expert_idx, bool idx_int64, uintptr_t expanded_x,
+                      uintptr_t expanded_row_idx, uintptr_t expanded_expert_idx, int64_t tokens,
+                      int64_t top_k, int64_t hidden, int64_t element_size);
+void moe_finalize_routing(uintptr_t rows, uintptr_t scales, uintptr_t expanded_row_idx,
+                          uintptr_t out, int64_t tokens, int64_t top_k, int64_t hidden,
+                          int dtype);
 void sample_recovered_tokens(uintptr_t out, uintptr_t cu_num_draft_tokens, uintptr_t draft_ids,
                              uintptr_t draft_probs, int draft_dtype, uintptr_t target_probs,
                              int target_dtype, uintptr_t inv_q, bool inv_q_f64, int64_t batch,

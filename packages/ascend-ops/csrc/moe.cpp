@@ -16,64 +16,15 @@
 // order (16-lane accumulator, then pairwise halves, then the K tail).
 #include <algorithm>
 #include <utility>
-#ifdef __AVX512F__
-#include <immintrin.h>
-#endif
 
 #include "common.h"
 #include "kernels.h"
-
-// The 64-byte vector types below are internal (anonymous namespace, inlined): GCC's note that
-// passing them changes the ABI on targets without AVX-512 does not apply.
-#pragma GCC diagnostic ignored "-Wpsabi"
+#include "simd.h"
 
 namespace ascend_ops {
 namespace {
 
-typedef float v16 __attribute__((vector_size(64)));
-typedef float v8 __attribute__((vector_size(32)));
-typedef float v4 __attribute__((vector_size(16)));
-typedef uint16_t u16x16 __attribute__((vector_size(32)));
-typedef uint32_t u32x16 __attribute__((vector_size(64)));
-
-inline v16 load16(const float* p) {
-  v16 v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-inline v16 load16(const bf16* p) {  // bf16 -> float is a 16-bit shift
-#ifdef __AVX512F__
-  // one widening load + one shift (GCC splits the generic form below into 256-bit halves)
-  const __m512i u = _mm512_slli_epi32(
-      _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16);
-  return reinterpret_cast<v16>(_mm512_castsi512_ps(u));
-#else
-  u16x16 h;
-  std::memcpy(&h, p, sizeof(h));
-  const u32x16 u = __builtin_convertvector(h, u32x16) << 16;
-  v16 v;
-  std::memcpy(&v, &u, sizeof(v));
-  return v;
-#endif
-}
-inline v16 load16(const f16* p) {
-  float t[16];
-  for (int j = 0; j < 16; ++j) t[j] = to_float(p[j]);
-  return load16(t);
-}
-
-// Sum of the 16 lanes by pairwise halves (a few vector adds instead of 15 serial scalar adds).
-inline float hsum(const v16& v) {
-  v8 lo, hi;
-  std::memcpy(&lo, &v, sizeof(lo));
-  std::memcpy(&hi, reinterpret_cast<const char*>(&v) + sizeof(lo), sizeof(hi));
-  const v8 a = lo + hi;
-  v4 a_lo, a_hi;
-  std::memcpy(&a_lo, &a, sizeof(a_lo));
-  std::memcpy(&a_hi, reinterpret_cast<const char*>(&a) + sizeof(a_lo), sizeof(a_hi));
-  const v4 b = a_lo + a_hi;
-  return (b[0] + b[2]) + (b[1] + b[3]);
-}
+using namespace simd;
 
 // res[r * C + c] = dot(x row r, w row c) over k in [0, K); x rows are K apart, w rows ldw apart.
 // pf (or nullptr): C weight rows, ldw apart, to prefetch while this tile runs (the next tile).

@@ -135,3 +135,30 @@ def test_moe_ops_count_their_backend(backend):
     ascend_ops.reset_call_counts()
     ascend_ops.moe_gating_top_k(torch.randn(2, 4), 1)
     assert ascend_ops.call_counts(per_backend=True)[("moe_gating_top_k", backend)] == 1
+
+
+def test_native_routing_runs_the_cpp_kernels_and_refuses_negative_ids(monkeypatch):
+    """The native backend's gating (no groups, no bias), init routing and finalize routing are
+    single ``_C`` calls (csrc/moe_routing.cpp); a negative expert id is refused by name."""
+    from ascend_ops._dispatch import native_module
+
+    if not ascend_ops.native_available():
+        pytest.skip("ascend_ops._C not built")
+    mod, seen = native_module(), []
+    for name in ("moe_gating_top_k", "moe_init_routing", "moe_finalize_routing"):
+        real = getattr(mod, name)
+        monkeypatch.setattr(mod, name, lambda *a, _r=real, _n=name: (seen.append(_n), _r(*a))[1])
+    g = torch.Generator().manual_seed(5)
+    x, logits = torch.randn(6, 8, generator=g), torch.randn(6, 10, generator=g)
+    with ascend_ops.use_backend("native"):
+        w, ids = ascend_ops.moe_gating_top_k(logits, 3, renormalize=True)
+        ex, row_idx, sorted_ids = ascend_ops.moe_init_routing(x, ids.long())
+        out = ascend_ops.moe_finalize_routing(ex, w, row_idx, ids)
+        with pytest.raises(ValueError, match="expert ids must be >= 0"):
+            ascend_ops.moe_init_routing(x, -ids - 1)
+    assert seen[:3] == ["moe_gating_top_k", "moe_init_routing", "moe_finalize_routing"]
+    rw, rids = ref.moe_gating_top_k(logits, 3, renormalize=True)
+    assert torch.equal(ids, rids)
+    for got, want in zip((ex, row_idx, sorted_ids), ref.moe_init_routing(x, ids.long()), strict=True):
+        assert torch.equal(got, want)
+    torch.testing.assert_close(out, ref.moe_finalize_routing(ex, rw, row_idx, ids))

@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""The C++ grouped matmul (``_C.grouped_matmul``, decode-sized groups, N-major weights) against a
-float64 per-expert oracle: every dtype, K and N off the kernel's 16-lane / 4-column / 32-column
-tiles, empty experts, rows past the groups, the multi-threaded size, and the switch to torch's
-per-expert loop for larger groups or K-major weights."""
+"""The C++ grouped matmuls against a float64 per-expert oracle: ``_C.grouped_matmul`` (decode-sized
+groups, N-major weights) and ``_C.grouped_matmul_packed`` (prepacked weights,
+``pack_grouped_matmul_weight``): every dtype, K and N off the kernels' 16-lane / 4-column /
+32-column tiles (odd K for bf16's k pairs), empty experts, rows past the groups, the
+multi-threaded size, the switch to torch's per-expert loop for larger groups or K-major weights,
+packs rebuilt after an in-place write and handles of another weight refused."""
 
 from __future__ import annotations
 
@@ -75,6 +77,67 @@ def test_kernel_matches_oracle(kernel_calls, dtype, experts, k, n, counts, extra
     _check(got, x, weight, counts, dtype)
     if extra:
         assert not got[-extra:].any(), "rows past the groups must be zero"
+
+
+@pytest.fixture
+def packed_calls(monkeypatch):
+    """Count calls that reach ``_C.grouped_matmul_packed``."""
+    mod = native_module()
+    calls = []
+    real = mod.grouped_matmul_packed
+
+    def spy(*args):
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(mod, "grouped_matmul_packed", spy)
+    return calls
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(
+    "experts,k,n,counts,extra",
+    [
+        (5, 37, 19, [2, 0, 4, 1, 0], 3),  # odd K (bf16 pair tail), N below one 32-column block
+        (3, 8, 5, [1, 1, 1], 0),  # K below one 16-k chunk
+        (4, 1024, 70, [3, 7, 0, 2], 1),  # multi-threaded region, 4/3/2-row tiles, 3 column blocks
+    ],
+)
+def test_packed_kernel_matches_oracle(packed_calls, dtype, experts, k, n, counts, extra):
+    x, weight, counts = _problem(experts, k, n, counts, extra, dtype)
+    with ascend_ops.use_backend("native"):
+        # float32 is not packed by the public call (PACKED_DTYPES); the kernel still serves it
+        public = ascend_ops.pack_grouped_matmul_weight(weight)
+        assert (public >= 0) == (dtype in _native_moe.PACKED_DTYPES)
+        ascend_ops.release_grouped_matmul_weight(public)
+        handle = _native_moe.pack(weight)
+        got = ascend_ops.grouped_matmul(x, weight, counts, handle)
+    ascend_ops.release_grouped_matmul_weight(handle)
+    assert handle >= 0 and len(packed_calls) == 1
+    assert got.dtype == dtype and got.shape == (x.shape[0], n)
+    _check(got, x, weight, counts, dtype)
+    if extra:
+        assert not got[-extra:].any(), "rows past the groups must be zero"
+
+
+def test_pack_follows_in_place_writes_and_refuses_another_weight(packed_calls):
+    x, weight, counts = _problem(3, 40, 33, [2, 1, 3], 0, torch.bfloat16)
+    with ascend_ops.use_backend("native"):
+        handle = ascend_ops.pack_grouped_matmul_weight(weight)
+        weight.mul_(-0.5)  # a weight reload writes the plain tensor in place
+        _check(ascend_ops.grouped_matmul(x, weight, counts, handle), x, weight, counts, torch.bfloat16)
+        with pytest.raises(ValueError, match="packed for a weight of shape"):
+            ascend_ops.grouped_matmul(x, torch.randn(3, 40, 34).bfloat16(), counts, handle)
+    ascend_ops.release_grouped_matmul_weight(handle)
+    assert len(packed_calls) == 1
+
+
+def test_no_pack_off_the_native_backend():
+    weight = torch.randn(2, 8, 4).bfloat16()
+    with ascend_ops.use_backend("reference"):
+        assert ascend_ops.pack_grouped_matmul_weight(weight) == -1
+    with pytest.raises(TypeError, match="weight"):
+        ascend_ops.pack_grouped_matmul_weight(weight.to(torch.int32))
 
 
 def test_larger_groups_and_k_major_weights_use_the_torch_loop(kernel_calls):

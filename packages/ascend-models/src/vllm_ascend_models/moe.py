@@ -13,9 +13,13 @@ init routing -> grouped matmul (w13) -> SwiGLU -> grouped matmul (w2) -> finaliz
 
 Weights keep vLLM's layout: ``w13_weight`` [E_local, 2I, H] (gate rows then up rows), ``w2_weight``
 [E_local, H, I]; the grouped matmuls read them transposed (views, no copy), so weight reloads
-(RL updates) need nothing extra. Expert parallelism: vLLM's ``expert_map`` (global id -> local slot
-or -1) turns non-local choices into zero-weight rows; the runner's final all-reduce over the EP
-group (our device communicator) sums the ranks' partial outputs.
+(RL updates) need nothing extra. On the native CPU backend (emulation)
+``process_weights_after_loading`` also asks ``ascend_ops.pack_grouped_matmul_weight`` for a
+prepacked copy of each (a CPU-only layout kept inside ascend_ops, rebuilt there when a weight is
+rewritten); on an NPU or the simulated NPU the handles are -1 and the grouped matmuls read the
+weights as they are. Expert parallelism: vLLM's ``expert_map`` (global id -> local slot or -1)
+turns non-local choices into zero-weight rows; the runner's final all-reduce over the EP group
+(our device communicator) sums the ranks' partial outputs.
 
 Unsupported settings fail while the model is built (start-up), naming the setting.
 """
@@ -23,6 +27,7 @@ Unsupported settings fail while the model is built (start-up), naming the settin
 from __future__ import annotations
 
 import logging
+import weakref
 
 import ascend_ops
 import torch
@@ -115,12 +120,38 @@ def _method_class():
             validate_layer(layer, self.moe)
             return super().create_weights(layer, *args, **kwargs)
 
+        def process_weights_after_loading(self, layer) -> None:
+            super().process_weights_after_loading(layer)
+            pack_expert_weights(layer)
+
         def apply_monolithic(self, layer, x, router_logits, input_ids=None):
             return ascend_moe_forward(layer, x, router_logits)
 
     AscendUnquantizedFusedMoEMethod.__qualname__ = "AscendUnquantizedFusedMoEMethod"
     AscendUnquantizedFusedMoEMethod.__module__ = __name__
     return UnquantizedFusedMoEMethod, AscendUnquantizedFusedMoEMethod
+
+
+NO_PACK = -1
+
+
+def pack_expert_weights(layer) -> None:
+    """Prepack ``layer``'s w13 / w2 experts for the native CPU backend (handles on the layer).
+
+    Handles are -1 where ascend_ops makes no pack (NPU, simulated NPU, other backends). Packs
+    made before (a second load) are released first; the packs' lifetime is tied to the layer."""
+    for name in ("w13", "w2"):
+        attr = f"ascend_{name}_handle"
+        previous = layer.__dict__.get(attr, NO_PACK)
+        if previous != NO_PACK:
+            ascend_ops.release_grouped_matmul_weight(previous)
+        weight = getattr(layer, f"{name}_weight")
+        handle = NO_PACK
+        if weight.dtype.is_floating_point and weight.dim() == 3 and not weight.is_meta:
+            handle = ascend_ops.pack_grouped_matmul_weight(weight.transpose(1, 2))
+        layer.__dict__[attr] = handle
+        if handle != NO_PACK:
+            weakref.finalize(layer, ascend_ops.release_grouped_matmul_weight, handle)
 
 
 def ascend_moe_forward(layer, x: torch.Tensor, router_logits: torch.Tensor) -> torch.Tensor:
@@ -155,17 +186,19 @@ def ascend_moe_forward(layer, x: torch.Tensor, router_logits: torch.Tensor) -> t
         return ascend_ops.moe_finalize_routing(y, weights.to(y.dtype), row_idx, ids)
     w13 = layer.w13_weight.transpose(1, 2)  # [E, H, 2I]
     w2 = layer.w2_weight.transpose(1, 2)  # [E, I, H]
-    h = ascend_ops.grouped_matmul(expanded_x, w13, counts)
+    h13 = layer.__dict__.get("ascend_w13_handle", NO_PACK)
+    h2 = layer.__dict__.get("ascend_w2_handle", NO_PACK)
+    h = ascend_ops.grouped_matmul(expanded_x, w13, counts, h13)
     lora = layer.__dict__.get("_ascend_expert_lora")  # set by AscendFusedMoEWithLoRA
     if lora is None:
-        y = ascend_ops.grouped_matmul(ascend_ops.swiglu(h), w2, counts)
+        y = ascend_ops.grouped_matmul(ascend_ops.swiglu(h), w2, counts, h2)
         return ascend_ops.moe_finalize_routing(y, weights.to(y.dtype), row_idx, ids)
     from vllm_ascend_models.lora import moe_experts
 
     slots = moe_experts.expert_lora_slots(lora, row_idx, expanded_ids, x.shape[0], num_local)
     moe_experts.add_expert_lora_w13(lora, h, expanded_x, slots)
     act = ascend_ops.swiglu(h)
-    y = ascend_ops.grouped_matmul(act, w2, counts)
+    y = ascend_ops.grouped_matmul(act, w2, counts, h2)
     moe_experts.add_expert_lora_w2(lora, y, act, slots)
     return ascend_ops.moe_finalize_routing(y, weights.to(y.dtype), row_idx, ids)
 

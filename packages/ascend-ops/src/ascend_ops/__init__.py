@@ -27,6 +27,8 @@ from ascend_ops.ops.moe import (
     moe_finalize_routing,
     moe_gating_top_k,
     moe_init_routing,
+    pack_grouped_matmul_weight,
+    release_grouped_matmul_weight,
 )
 from ascend_ops.ops.norm import add_rms_norm, rms_norm
 from ascend_ops.ops.quant import dynamic_quant, quant_matmul, quantize
@@ -72,7 +74,9 @@ __all__ = [
     "QUANT_OPS",
     "SPEC_DECODE_OPS",
     "OPS",
+    "pack_grouped_matmul_weight",
     "pack_linear_weight",
+    "release_grouped_matmul_weight",
     "release_linear_weight",
     "add_rms_norm",
     "call_counts",

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
 """CPU implementation of the MoE ops: vectorized torch (sort, gather, index_add, per-expert mm),
-plus the C++ grouped matmul of ``ascend_ops._C`` for decode-sized expert groups.
+plus the C++ grouped matmuls of ``ascend_ops._C`` for decode-sized expert groups.
 
 Routing is index shuffling that torch vectorizes. The expert matmuls at decode (a few rows per
 expert) are bound by streaming the weights, and torch's per-expert ``mm`` calls stream them at
@@ -12,9 +12,21 @@ the mean rows per expert stays at or below ``SMALL_GROUP_ROWS[dtype]`` (measured
 an AVX-512 EPYC, where torch's GEMM wins at larger groups: float32 32, bf16 and fp16 8). Other
 layouts and larger groups use the per-expert torch loop. Checked against the loop-based
 references in ``ascend_ops.reference.moe`` (same semantics, written out there).
+
+Prepacked experts: :func:`pack` copies a weight once into ``_C``'s column-block layout
+(``csrc/moe_packed.cpp``: per expert, blocks of 32 output columns each holding its K x 32 weights
+contiguously, k-major; bf16 in k pairs for AVX512-BF16's ``vdpbf16ps``), kept here under an
+integer handle like ``_native_linear``'s packs; ``grouped_matmul(..., handle)`` at decode sizes
+then streams one contiguous block per work item. The plain weight stays the source of truth: a
+pack is rebuilt when its weight was written in place (``_version``) or moved (``data_ptr``). The
+copy costs the experts' weight bytes once more in host memory.
 """
 
 from __future__ import annotations
+
+import itertools
+import threading
+from dataclasses import dataclass
 
 import torch
 
@@ -23,9 +35,27 @@ from ascend_ops._native import DTYPE_CODES
 
 SMALL_GROUP_ROWS = {torch.float32: 32, torch.bfloat16: 8, torch.float16: 8}
 
+#: dtypes whose expert weights get packed (:func:`pack`). float32 stays on the N-major kernel:
+#: measured at decode shapes (moe_bench.py's layer, weights streamed from memory, 2-core Xeon
+#: with AVX-512), the packed float32 kernel was up to 1.4x slower for w13 at 1-2 rows per expert
+#: and ~10% faster for w2, not worth a second copy of the weights; bf16 gains (vdpbf16ps, w2
+#: ~20% faster) and fp16 is widened by F16C there instead of per element.
+PACKED_DTYPES = (torch.bfloat16, torch.float16)
+
 
 def moe_gating_top_k(router_logits, top_k, scoring, renormalize, num_expert_group, topk_group,
                      routed_scaling_factor, bias):
+    if num_expert_group == 1 and bias is None:  # the C++ kernel's case (csrc/moe_routing.cpp)
+        logits = router_logits.contiguous()
+        t, e = logits.shape
+        weights = torch.empty(t, top_k, dtype=torch.float32)
+        ids = torch.empty(t, top_k, dtype=torch.int32)
+        native_module().moe_gating_top_k(
+            logits.data_ptr(), weights.data_ptr(), ids.data_ptr(), t, e, top_k,
+            scoring == "sigmoid", bool(renormalize), float(routed_scaling_factor),
+            DTYPE_CODES[logits.dtype],
+        )
+        return weights, ids
     logits = router_logits.float()
     scores = torch.softmax(logits, dim=-1) if scoring == "softmax" else torch.sigmoid(logits)
     choice = scores + bias.float() if bias is not None else scores
@@ -50,6 +80,18 @@ def moe_gating_top_k(router_logits, top_k, scoring, renormalize, num_expert_grou
 
 def moe_init_routing(x, expert_idx):
     num_tokens, k = expert_idx.shape
+    if x.device.type == "cpu":  # one C++ call (csrc/moe_routing.cpp): counting sort + row gather
+        x = x.contiguous()
+        idx = expert_idx.contiguous()
+        n = num_tokens * k
+        expanded_x = x.new_empty(n, x.shape[1])
+        row_idx = torch.empty(n, dtype=torch.int32)
+        sorted_ids = torch.empty(n, dtype=torch.int32)
+        native_module().moe_init_routing(
+            x.data_ptr(), idx.data_ptr(), idx.dtype == torch.int64, expanded_x.data_ptr(),
+            row_idx.data_ptr(), sorted_ids.data_ptr(), num_tokens, k, x.shape[1], x.element_size(),
+        )
+        return expanded_x, row_idx, sorted_ids
     flat = expert_idx.reshape(-1)  # token-major: position token * k + slot
     order = torch.sort(flat, stable=True).indices
     tokens = torch.div(order, k, rounding_mode="floor")
@@ -64,6 +106,16 @@ def moe_init_routing(x, expert_idx):
 
 def moe_finalize_routing(expanded_rows, scales, expanded_row_idx, expert_idx, skip, bias):
     num_tokens, k = scales.shape
+    if skip is None and bias is None:  # one C++ call (csrc/moe_routing.cpp)
+        rows = expanded_rows.contiguous()
+        w = scales.float().contiguous()
+        dest = expanded_row_idx.to(torch.int32).contiguous()
+        out = rows.new_empty(num_tokens, rows.shape[1])
+        native_module().moe_finalize_routing(
+            rows.data_ptr(), w.data_ptr(), dest.data_ptr(), out.data_ptr(), num_tokens, k,
+            rows.shape[1], DTYPE_CODES[rows.dtype],
+        )
+        return out
     dest = expanded_row_idx.long().view(k, num_tokens).t()  # [T, k]
     rows = expanded_rows.float()[dest]  # [T, k, H]
     if bias is not None:
@@ -74,9 +126,77 @@ def moe_finalize_routing(expanded_rows, scales, expanded_row_idx, expert_idx, sk
     return out.to(expanded_rows.dtype)
 
 
-def grouped_matmul(x, weight, group_list):
+@dataclass
+class _Pack:
+    packed: torch.Tensor
+    shape: tuple[int, ...]
+    version: int
+    data_ptr: int
+
+
+_lock = threading.Lock()
+_packs: dict[int, _Pack] = {}
+_ids = itertools.count()
+
+
+def _build(weight: torch.Tensor) -> _Pack:
+    mod = native_module()
+    experts, k, n = weight.shape
+    code = DTYPE_CODES[weight.dtype]
+    packed = torch.empty(mod.grouped_weight_packed_size(experts, k, n, code), dtype=weight.dtype)
+    w = weight.detach()
+    mod.pack_grouped_weight(w.data_ptr(), packed.data_ptr(), experts, k, n, *w.stride(), code)
+    return _Pack(packed, tuple(weight.shape), weight._version, weight.data_ptr())
+
+
+def pack(weight: torch.Tensor) -> int:
+    """Pack ``weight`` [E, K, N] (any strides, CPU, float32/bf16/fp16); return its handle."""
+    entry = _build(weight)
+    with _lock:
+        handle = next(_ids)
+        _packs[handle] = entry
+    return handle
+
+
+def release(handle: int) -> None:
+    """Drop a pack (no-op for -1 or an unknown handle)."""
+    with _lock:
+        _packs.pop(handle, None)
+
+
+def pack_count() -> int:
+    with _lock:
+        return len(_packs)
+
+
+def _packed_entry(weight: torch.Tensor, handle: int) -> _Pack | None:
+    entry = _packs.get(handle) if handle >= 0 else None
+    if entry is None:
+        return None
+    if entry.shape != tuple(weight.shape):
+        raise ValueError(f"handle {handle} was packed for a weight of shape {entry.shape}, "
+                         f"not {tuple(weight.shape)}: pass the handle of this weight")
+    if entry.version != weight._version or entry.data_ptr != weight.data_ptr():
+        entry = _build(weight)  # written in place or moved since it was packed
+        with _lock:
+            _packs[handle] = entry
+    return entry
+
+
+def grouped_matmul(x, weight, group_list, handle: int = -1):
     num_experts, k, n = weight.shape
-    if weight.stride(1) == 1 and x.shape[0] <= SMALL_GROUP_ROWS[x.dtype] * num_experts:
+    small = x.shape[0] <= SMALL_GROUP_ROWS[x.dtype] * num_experts
+    entry = _packed_entry(weight, handle) if small else None
+    if entry is not None:
+        x = x.contiguous()
+        counts = group_list.to(torch.int64).contiguous()
+        out = x.new_empty(x.shape[0], n)
+        native_module().grouped_matmul_packed(
+            x.data_ptr(), entry.packed.data_ptr(), counts.data_ptr(), out.data_ptr(), x.shape[0],
+            k, n, num_experts, DTYPE_CODES[x.dtype],
+        )
+        return out
+    if small and weight.stride(1) == 1:
         x = x.contiguous()
         counts = group_list.to(torch.int64).contiguous()
         out = x.new_empty(x.shape[0], n)

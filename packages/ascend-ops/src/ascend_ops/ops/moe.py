@@ -14,10 +14,15 @@ from __future__ import annotations
 import torch
 
 from ascend_ops import _checks, _native_moe, _npu_moe
-from ascend_ops._dispatch import count, select_backend
+from ascend_ops._dispatch import count, eager_direct, select_backend
 from ascend_ops.reference import moe as reference
 
 SCORING_FUNCTIONS = ("softmax", "sigmoid")
+
+
+def _present(*tensors):
+    """The arguments that are not None (optional tensors), for ``eager_direct``."""
+    return [t for t in tensors if t is not None]
 
 
 def _impl(backend):
@@ -100,8 +105,7 @@ def check_grouped_matmul(x, weight, group_list) -> None:
 # ----------------------------------------------------------------------------- custom ops
 
 
-@torch.library.custom_op("ascend::moe_gating_top_k", mutates_args=())
-def _gating_op(
+def _gating_impl(
     router_logits: torch.Tensor,
     top_k: int,
     scoring: str,
@@ -118,6 +122,9 @@ def _gating_op(
     )
 
 
+_gating_op = torch.library.custom_op("ascend::moe_gating_top_k", mutates_args=())(_gating_impl)
+
+
 @_gating_op.register_fake
 def _(router_logits, top_k, scoring, renormalize, num_expert_group, topk_group, routed_scaling_factor, bias):
     t = router_logits.shape[0]
@@ -127,11 +134,13 @@ def _(router_logits, top_k, scoring, renormalize, num_expert_group, topk_group, 
     )
 
 
-@torch.library.custom_op("ascend::moe_init_routing", mutates_args=())
-def _init_op(x: torch.Tensor, expert_idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _init_impl(x: torch.Tensor, expert_idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     backend = select_backend(x)
     count("moe_init_routing", backend)
     return _impl(backend).moe_init_routing(x, expert_idx)
+
+
+_init_op = torch.library.custom_op("ascend::moe_init_routing", mutates_args=())(_init_impl)
 
 
 @_init_op.register_fake
@@ -144,8 +153,7 @@ def _(x, expert_idx):
     )
 
 
-@torch.library.custom_op("ascend::moe_finalize_routing", mutates_args=())
-def _finalize_op(
+def _finalize_impl(
     expanded_rows: torch.Tensor,
     scales: torch.Tensor,
     expanded_row_idx: torch.Tensor,
@@ -158,20 +166,28 @@ def _finalize_op(
     return _impl(backend).moe_finalize_routing(expanded_rows, scales, expanded_row_idx, expert_idx, skip, bias)
 
 
+_finalize_op = torch.library.custom_op("ascend::moe_finalize_routing", mutates_args=())(_finalize_impl)
+
+
 @_finalize_op.register_fake
 def _(expanded_rows, scales, expanded_row_idx, expert_idx, skip, bias):
     return expanded_rows.new_empty((scales.shape[0], expanded_rows.shape[1]))
 
 
-@torch.library.custom_op("ascend::grouped_matmul", mutates_args=())
-def _gmm_op(x: torch.Tensor, weight: torch.Tensor, group_list: torch.Tensor) -> torch.Tensor:
+def _gmm_impl(x: torch.Tensor, weight: torch.Tensor, group_list: torch.Tensor,
+              handle: int) -> torch.Tensor:
     backend = select_backend(x)
     count("grouped_matmul", backend)
-    return _impl(backend).grouped_matmul(x, weight, group_list)
+    if backend == "native":
+        return _native_moe.grouped_matmul(x, weight, group_list, handle)
+    return _impl(backend).grouped_matmul(x, weight, group_list)  # the handle is CPU-only
+
+
+_gmm_op = torch.library.custom_op("ascend::grouped_matmul", mutates_args=())(_gmm_impl)
 
 
 @_gmm_op.register_fake
-def _(x, weight, group_list):
+def _(x, weight, group_list, handle):
     return x.new_empty((x.shape[0], weight.shape[2]))
 
 
@@ -201,7 +217,8 @@ def moe_gating_top_k(
     TypeError for non-float logits.
     """
     check_gating(router_logits, top_k, scoring, num_expert_group, topk_group, bias)
-    return torch.ops.ascend.moe_gating_top_k(
+    op = _gating_impl if eager_direct(*_present(router_logits, bias)) else torch.ops.ascend.moe_gating_top_k
+    return op(
         router_logits, top_k, scoring, renormalize, num_expert_group, topk_group,
         float(routed_scaling_factor), bias,
     )
@@ -218,6 +235,8 @@ def moe_init_routing(x: torch.Tensor, expert_idx: torch.Tensor):
     Raises TypeError/ValueError naming ``x`` or ``expert_idx`` for bad dtypes or shapes.
     """
     check_init_routing(x, expert_idx)
+    if eager_direct(x, expert_idx):
+        return _init_impl(x, expert_idx)
     return torch.ops.ascend.moe_init_routing(x, expert_idx)
 
 
@@ -238,15 +257,45 @@ def moe_finalize_routing(
     (float32 accumulation). Raises TypeError/ValueError naming the argument on bad shapes/dtypes.
     """
     check_finalize(expanded_rows, scales, expanded_row_idx, expert_idx, skip, bias)
-    return torch.ops.ascend.moe_finalize_routing(expanded_rows, scales, expanded_row_idx, expert_idx, skip, bias)
+    args = (expanded_rows, scales, expanded_row_idx, expert_idx, skip, bias)
+    op = _finalize_impl if eager_direct(*_present(*args)) else torch.ops.ascend.moe_finalize_routing
+    return op(*args)
 
 
-def grouped_matmul(x: torch.Tensor, weight: torch.Tensor, group_list: torch.Tensor) -> torch.Tensor:
+def grouped_matmul(x: torch.Tensor, weight: torch.Tensor, group_list: torch.Tensor,
+                   handle: int = -1) -> torch.Tensor:
     """Per-expert matmul over expert-contiguous rows (torch_npu ``npu_grouped_matmul``, counts).
 
     Shapes: ``x`` [M, K], ``weight`` [E, K, N] same float dtype, ``group_list`` [E] int row counts
     (sum <= M; rows past the sum come back as zeros on CPU, undefined on NPU). Returns [M, N].
-    Raises TypeError/ValueError naming the argument on bad dtypes/shapes.
+    ``handle`` from :func:`pack_grouped_matmul_weight` selects the prepacked copy of ``weight`` on
+    the native CPU backend (-1: none); the NPU branch and the reference ignore it.
+    Raises TypeError/ValueError naming the argument on bad dtypes/shapes, ValueError for a
+    handle packed from a weight of another shape.
     """
     check_grouped_matmul(x, weight, group_list)
-    return torch.ops.ascend.grouped_matmul(x, weight, group_list)
+    if eager_direct(x, weight, group_list):
+        return _gmm_impl(x, weight, group_list, int(handle))
+    return torch.ops.ascend.grouped_matmul(x, weight, group_list, int(handle))
+
+
+def pack_grouped_matmul_weight(weight: torch.Tensor) -> int:
+    """Prepack expert weights ``weight`` [E, K, N] for the native CPU backend; return the handle.
+
+    Returns -1 (no pack: ``grouped_matmul`` reads ``weight`` itself) unless ``weight`` is a 3-D
+    bfloat16 / float16 CPU tensor (``_native_moe.PACKED_DTYPES``: float32 measured no faster
+    packed) and the native backend is the one that would run. The
+    pack (``ascend_ops._native_moe``; one more copy of the weight bytes) is rebuilt on first use
+    after ``weight`` is written in place or moved. Raises TypeError for a non-float ``weight``.
+    """
+    _checks.float_tensor("weight", weight)
+    if weight.dim() != 3 or weight.device.type != "cpu" or weight.dtype not in _native_moe.PACKED_DTYPES:
+        return -1
+    if select_backend(weight) != "native":
+        return -1
+    return _native_moe.pack(weight)
+
+
+def release_grouped_matmul_weight(handle: int) -> None:
+    """Free the packed copy behind ``handle`` (no-op for -1)."""
+    _native_moe.release(int(handle))

@@ -114,16 +114,21 @@ def forced_backend() -> str | None:
 
 
 def select_backend(t: torch.Tensor) -> str:
-    """Pick the backend for a call whose main input is ``t`` (see module docstring)."""
+    """Pick the backend for a call whose main input is ``t`` (see module docstring).
+
+    Runs on every op call, so it reads the device type once and skips the ``_C`` import check
+    once the module is loaded; the outcome is that of the rule above."""
     forced = forced_backend()
     if forced is not None:
-        if forced == "native":
+        if forced == "native" and _native_module is None:
             native_module()  # raises with the fix when absent
         return forced
-    if t.device.type == "npu" or _simulated():
+    kind = t.device.type
+    if kind == "npu" or _simulated():
         return "npu"
-    if t.device.type == "cpu":
-        native_module()  # raises NativeKernelsMissing (import failure + fix) when absent
+    if kind == "cpu":
+        if _native_module is None:
+            native_module()  # raises NativeKernelsMissing (import failure + fix) when absent
         return "native"
     return "reference"
 
@@ -140,7 +145,10 @@ def eager_direct(*tensors: torch.Tensor) -> bool:
     tensors only. Results are identical either way; only the dispatch path differs."""
     if torch.compiler.is_compiling() or torch._C._len_torch_dispatch_stack():
         return False
-    return all(type(t) is torch.Tensor for t in tensors)
+    for t in tensors:
+        if type(t) is not torch.Tensor:
+            return False
+    return True
 
 
 def count(op: str, backend: str) -> None:

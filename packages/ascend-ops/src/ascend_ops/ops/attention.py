@@ -37,6 +37,26 @@ def _cpu_lengths(device, ends, kv_lens):
     return qsl, torch.tensor(kv_lens, dtype=torch.int32, device=device)
 
 
+#: the last checked host lengths and the tensors built from them: every attention layer of a
+#: step passes the same lists, so the checks and the two small tensors are made once per step,
+#: not once per layer. Keyed by value (the lists are mutable) and by every shape the check reads.
+_last_lengths: tuple | None = None
+
+
+def _checked_cpu_lengths(query, key_cache, block_table, num_requests, ends, kv_lens):
+    """:func:`_checks.attention_lengths` then :func:`_cpu_lengths`, memoized for one key."""
+    global _last_lengths
+    key = (tuple(ends), tuple(kv_lens), query.shape[0], key_cache.shape[1], block_table.shape[1],
+           num_requests, query.device)
+    hit = _last_lengths
+    if hit is not None and hit[0] == key:
+        return hit[1], hit[2]
+    _checks.attention_lengths(query, key_cache, block_table, num_requests, ends, kv_lens)
+    qsl, seq_lens = _cpu_lengths(query.device, ends, kv_lens)
+    _last_lengths = (key, qsl, seq_lens)
+    return qsl, seq_lens
+
+
 def _dequantized(query, key_cache, value_cache, block_table, seq_lens, k_scale, v_scale, kv_lens):
     """Dequantize-on-read for a cache stored in another dtype (CPU branches): the blocks the
     requests reference, read back in query's dtype (``reference/kv_quant.py``), as a compact
@@ -80,8 +100,8 @@ def _tnd(backend, query, key_cache, value_cache, block_table, qsl, seq_lens, sca
         )
     if ends is not None or kv_lens is not None:
         ends, kv_lens = _host_lengths(qsl, seq_lens, ends, kv_lens)
-        _checks.attention_lengths(query, key_cache, block_table, seq_lens.shape[0], ends, kv_lens)
-        qsl, seq_lens = _cpu_lengths(query.device, ends, kv_lens)
+        qsl, seq_lens = _checked_cpu_lengths(query, key_cache, block_table, seq_lens.shape[0], ends,
+                                             kv_lens)
     if backend == "native":
         return _native.fused_infer_attention(
             query, key_cache, value_cache, block_table, qsl, seq_lens, scale, causal

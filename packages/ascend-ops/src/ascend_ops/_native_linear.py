@@ -12,7 +12,8 @@ Layouts (PyTorch's own CPU linear packing, the same primitives ``torch._inductor
 frozen linears, ``torch/_inductor/fx_passes/mkldnn_fusion.py``):
 
 * float32: ``torch.ops.mkl._mkl_reorder_linear_weight`` (MKL ``cblas_sgemm_pack``), applied with
-  ``torch.ops.mkl._mkl_linear``; results are bitwise those of ``torch.nn.functional.linear``.
+  ``torch.ops.mkl._mkl_linear``; results are bitwise those of ``torch.nn.functional.linear``. The
+  pack serves inputs of ``_PACK_ROWS_HINT`` rows; other row counts run ``aten.linear``.
 * bfloat16 / float16 (when oneDNN supports the type on this CPU): ``torch.ops.mkldnn.
   _reorder_linear_weight`` (oneDNN blocked layout, AMX / AVX-512-BF16 kernels), applied with
   ``torch.ops.mkldnn._linear_pointwise``.
@@ -26,7 +27,13 @@ from dataclasses import dataclass
 
 import torch
 
-_PACK_ROWS_HINT = 8  # MKL's pack takes a batch hint; the layout serves any number of rows
+# An MKL pack serves one row count: torch's ``_mkl_linear`` runs ``cblas_sgemm_compute`` on it only
+# when the input has exactly ``_PACK_ROWS_HINT`` rows, and ``aten.linear`` on the plain weight at
+# any other (aten/src/ATen/native/mkldnn/Linear.cpp, ``mkl_linear``): same results either way,
+# so float32 gains from the pack at 8-row steps only. oneDNN packs for float32 as well were
+# measured in the engine (SmolLM2, quiet box): batch 4 46 -> 56 tok/s, batch 16 148 -> 175, but
+# batch 8 107 -> 99, and both packs together slower at every batch; benchmarks/README.md.
+_PACK_ROWS_HINT = 8
 
 
 @dataclass

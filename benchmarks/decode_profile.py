@@ -2,8 +2,10 @@
 # Copyright 2026 The vllm-ascend authors
 """Decode-step profile: time per op family, our plugin (CPU emulation) vs vLLM's own CPU backend.
 
-Cases: SmolLM2-135M-Instruct at batch 1 and 8, and a tiny random-weight Qwen3-MoE (the e2e
-suite's ``tests/e2e/moe_checkpoints.py``, SmolLM2 tokenizer) at batch 8; each side runs in its
+Cases: SmolLM2-135M-Instruct at batch 1 and 8, and a small random-weight Qwen3-MoE at batch 8
+(the e2e suite's ``tests/e2e/moe_checkpoints.py`` writer, SmolLM2 tokenizer, scaled up to
+:data:`MOE_SHAPE`: vLLM's CPU attention refuses the e2e model's head_dim 16 with "Unsupported
+CPU attention configuration"); each side runs in its
 own process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``: the runner lives in the process, eager, same
 ``OMP_NUM_THREADS``), the two sides interleaved round by round, best round kept per side.
 
@@ -181,16 +183,23 @@ def _run(model: str, batch: int, tokens: int, dtype: str, ours: bool, threads: i
     raise RuntimeError(f"profile child failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
 
 
+#: the MoE case's Qwen3-MoE shape: head_dim 64 (vLLM's CPU attention takes it), 4 layers of 32
+#: experts, top-4, hidden 512 (about 110 M parameters, mostly experts)
+MOE_SHAPE = dict(hidden_size=512, num_attention_heads=8, num_key_value_heads=4, head_dim=64,
+                 num_hidden_layers=4, intermediate_size=1024, moe_intermediate_size=256,
+                 num_experts=32, num_experts_per_tok=4)
+
+
 def tiny_moe(smol: str) -> str:
-    """The e2e suite's tiny Qwen3-MoE checkpoint, written once under the system temp dir."""
+    """A small Qwen3-MoE checkpoint of :data:`MOE_SHAPE`, written once under the system temp dir."""
     import tempfile
 
-    out = Path(tempfile.gettempdir()) / "vllm-ascend-bench-tiny-qwen3-moe"
+    out = Path(tempfile.gettempdir()) / "vllm-ascend-bench-qwen3-moe-h512"
     if not (out / "config.json").exists():
         sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))
         from moe_checkpoints import save_tiny
 
-        save_tiny("qwen3_moe", out, smol)
+        save_tiny("qwen3_moe", out, smol, **MOE_SHAPE)
     return str(out)
 
 

@@ -157,3 +157,12 @@ def test_kernel_rejects_counts_past_the_rows():
         ascend_ops.grouped_matmul(x, weight, torch.tensor([2, 2]))
     with ascend_ops.use_backend("native"), pytest.raises(ValueError, match="group_list"):
         ascend_ops.grouped_matmul(x, weight, torch.tensor([-1, 2]))
+
+
+def test_no_pack_on_the_simulated_npu(simulated_npu):
+    """Host tensors on the simulated NPU take the torch_npu branch: no CPU pack is made, and a
+    handle passed anyway is ignored there (the NPU branch reads the plain weight)."""
+    x, weight, counts = _problem(2, 16, 8, [2, 1], 0, torch.bfloat16)
+    assert ascend_ops.pack_grouped_matmul_weight(weight) == -1
+    got = ascend_ops.grouped_matmul(x, weight, counts, 12345)
+    assert got.shape == (3, 8)

@@ -20,6 +20,7 @@
 
 #include "common.h"
 #include "kernels.h"
+#include "moe_groups.h"
 #include "simd.h"
 
 namespace ascend_ops {
@@ -103,15 +104,7 @@ void gmm_nmajor(const T* x, const T* w, T* out, const std::vector<int64_t>& star
 void grouped_matmul(uintptr_t x, uintptr_t weight, uintptr_t group_list, uintptr_t out,
                     int64_t rows, int64_t k, int64_t n, int64_t experts, int64_t stride_e,
                     int64_t stride_n, int dtype) {
-  const int64_t* counts = ptr<const int64_t>(group_list);
-  std::vector<int64_t> start(experts + 1, 0);
-  for (int64_t e = 0; e < experts; ++e) {
-    if (counts[e] < 0) bad_arg("group_list: row counts must be >= 0");
-    start[e + 1] = start[e] + counts[e];
-  }
-  if (start[experts] > rows)
-    bad_arg("group_list: row counts sum to " + std::to_string(start[experts]) +
-            ", more than the " + std::to_string(rows) + " rows of x");
+  const std::vector<int64_t> start = group_starts(ptr<const int64_t>(group_list), experts, rows);
   dispatch(dtype, "x", [&](auto tag) {
     using T = decltype(tag);
     gmm_nmajor<T>(ptr<const T>(x), ptr<const T>(weight), ptr<T>(out), start, rows, k, n, stride_e,

@@ -27,6 +27,7 @@
 
 #include "common.h"
 #include "kernels.h"
+#include "moe_groups.h"
 #include "simd.h"
 
 namespace ascend_ops {
@@ -173,18 +174,6 @@ void gmm_packed(const T* x, const T* packed, T* out, const std::vector<int64_t>&
   }
   const T zero = from_float<T>(0.f);
   std::fill(out + start[experts] * N, out + M * N, zero);  // rows past the groups
-}
-
-std::vector<int64_t> group_starts(const int64_t* counts, int64_t experts, int64_t rows) {
-  std::vector<int64_t> start(experts + 1, 0);
-  for (int64_t e = 0; e < experts; ++e) {
-    if (counts[e] < 0) bad_arg("group_list: row counts must be >= 0");
-    start[e + 1] = start[e] + counts[e];
-  }
-  if (start[experts] > rows)
-    bad_arg("group_list: row counts sum to " + std::to_string(start[experts]) +
-            ", more than the " + std::to_string(rows) + " rows of x");
-  return start;
 }
 
 }  // namespace

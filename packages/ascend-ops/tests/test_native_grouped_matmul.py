@@ -38,19 +38,30 @@ def _problem(experts, k, n, counts, extra_rows, dtype, seed=0):
     return x, weight, counts
 
 
-@pytest.fixture
-def kernel_calls(monkeypatch):
-    """Count calls that reach ``_C.grouped_matmul``."""
+def _spy(monkeypatch, name):
+    """Record the calls that reach ``_C.<name>`` (the real kernel still runs)."""
     mod = native_module()
     calls = []
-    real = mod.grouped_matmul
+    real = getattr(mod, name)
 
     def spy(*args):
         calls.append(args)
         return real(*args)
 
-    monkeypatch.setattr(mod, "grouped_matmul", spy)
+    monkeypatch.setattr(mod, name, spy)
     return calls
+
+
+@pytest.fixture
+def kernel_calls(monkeypatch):
+    """Calls that reach ``_C.grouped_matmul``."""
+    return _spy(monkeypatch, "grouped_matmul")
+
+
+@pytest.fixture
+def packed_calls(monkeypatch):
+    """Calls that reach ``_C.grouped_matmul_packed``."""
+    return _spy(monkeypatch, "grouped_matmul_packed")
 
 
 def _check(got, x, weight, counts, dtype):
@@ -77,21 +88,6 @@ def test_kernel_matches_oracle(kernel_calls, dtype, experts, k, n, counts, extra
     _check(got, x, weight, counts, dtype)
     if extra:
         assert not got[-extra:].any(), "rows past the groups must be zero"
-
-
-@pytest.fixture
-def packed_calls(monkeypatch):
-    """Count calls that reach ``_C.grouped_matmul_packed``."""
-    mod = native_module()
-    calls = []
-    real = mod.grouped_matmul_packed
-
-    def spy(*args):
-        calls.append(args)
-        return real(*args)
-
-    monkeypatch.setattr(mod, "grouped_matmul_packed", spy)
-    return calls
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])

@@ -28,11 +28,11 @@ at every batch; served (``benchmarks/serve_bench.py``) oneDNN took the TPOT at c
 
 from __future__ import annotations
 
-import itertools
-import threading
 from dataclasses import dataclass
 
 import torch
+
+from ascend_ops._pack_registry import PackRegistry
 
 #: float32 inputs with at most this many rows run ``aten.linear`` on the plain weight (see above)
 PLAIN_ROWS = 2
@@ -46,9 +46,7 @@ class _Pack:
     data_ptr: int
 
 
-_lock = threading.Lock()
-_packs: dict[int, _Pack] = {}
-_ids = itertools.count()
+_registry: PackRegistry[_Pack] = PackRegistry()
 
 
 def packable(weight: torch.Tensor) -> str | None:
@@ -77,32 +75,25 @@ def pack(weight: torch.Tensor) -> int:
     kind = packable(weight)
     if kind is None:
         return -1
-    entry = _build(weight, kind)
-    with _lock:
-        handle = next(_ids)
-        _packs[handle] = entry
-    return handle
+    return _registry.add(_build(weight, kind))
 
 
 def release(handle: int) -> None:
     """Drop a pack (no-op for -1 or an unknown handle)."""
-    with _lock:
-        _packs.pop(handle, None)
+    _registry.release(handle)
 
 
 def pack_count() -> int:
-    with _lock:
-        return len(_packs)
+    return _registry.count()
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, handle: int):
-    entry = _packs.get(handle) if handle >= 0 else None
+    entry = _registry.get(handle)
     if entry is None or (x.dtype == torch.float32 and x.numel() <= PLAIN_ROWS * x.shape[-1]):
         return torch.nn.functional.linear(x, weight, bias)
     if entry.version != weight._version or entry.data_ptr != weight.data_ptr():
         entry = _build(weight, entry.kind)  # written in place or moved since it was packed
-        with _lock:
-            _packs[handle] = entry
+        _registry.replace(handle, entry)
     x2 = x.reshape(-1, x.shape[-1])
     if not x2.is_contiguous():
         x2 = x2.contiguous()

@@ -24,14 +24,13 @@ copy costs the experts' weight bytes once more in host memory.
 
 from __future__ import annotations
 
-import itertools
-import threading
 from dataclasses import dataclass
 
 import torch
 
 from ascend_ops._dispatch import native_module
 from ascend_ops._native import DTYPE_CODES
+from ascend_ops._pack_registry import PackRegistry
 
 SMALL_GROUP_ROWS = {torch.float32: 32, torch.bfloat16: 8, torch.float16: 8}
 
@@ -134,9 +133,7 @@ class _Pack:
     data_ptr: int
 
 
-_lock = threading.Lock()
-_packs: dict[int, _Pack] = {}
-_ids = itertools.count()
+_registry: PackRegistry[_Pack] = PackRegistry()
 
 
 def _build(weight: torch.Tensor) -> _Pack:
@@ -151,26 +148,20 @@ def _build(weight: torch.Tensor) -> _Pack:
 
 def pack(weight: torch.Tensor) -> int:
     """Pack ``weight`` [E, K, N] (any strides, CPU, float32/bf16/fp16); return its handle."""
-    entry = _build(weight)
-    with _lock:
-        handle = next(_ids)
-        _packs[handle] = entry
-    return handle
+    return _registry.add(_build(weight))
 
 
 def release(handle: int) -> None:
     """Drop a pack (no-op for -1 or an unknown handle)."""
-    with _lock:
-        _packs.pop(handle, None)
+    _registry.release(handle)
 
 
 def pack_count() -> int:
-    with _lock:
-        return len(_packs)
+    return _registry.count()
 
 
 def _packed_entry(weight: torch.Tensor, handle: int) -> _Pack | None:
-    entry = _packs.get(handle) if handle >= 0 else None
+    entry = _registry.get(handle)
     if entry is None:
         return None
     if entry.shape != tuple(weight.shape):
@@ -178,8 +169,7 @@ def _packed_entry(weight: torch.Tensor, handle: int) -> _Pack | None:
                          f"not {tuple(weight.shape)}: pass the handle of this weight")
     if entry.version != weight._version or entry.data_ptr != weight.data_ptr():
         entry = _build(weight)  # written in place or moved since it was packed
-        with _lock:
-            _packs[handle] = entry
+        _registry.replace(handle, entry)
     return entry
 
 

@@ -41,7 +41,7 @@ def test_linear_matches_reference(backend, dtype, shape, with_bias):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_pack_follows_in_place_writes_and_strided_input(dtype):
     if _native_linear.packable(torch.empty(2, 2, dtype=dtype)) is None:
-        pytest.skip(f"no oneDNN packing for {dtype} on this CPU")
+        pytest.skip(f"no MKL/oneDNN packing for {dtype} on this CPU")
     w = torch.randn(24, 16).to(dtype)
     with ascend_ops.use_backend("native"):
         handle = ascend_ops.pack_linear_weight(w)
@@ -85,20 +85,3 @@ def test_npu_branch_on_simulated_npu_is_plain_linear(simulated_npu):
     y = ascend_ops.linear(x, w, None, -1)
     assert ascend_ops.call_counts(per_backend=True) == {("linear", "npu"): 1}
     torch.testing.assert_close(y, _oracle(x, w, None), **TOL[torch.bfloat16])
-
-
-def test_float32_rows_up_to_plain_rows_use_the_plain_weight():
-    """float32 inputs of at most PLAIN_ROWS rows run ``aten.linear`` (bitwise), larger ones the
-    oneDNN pack (equal to float32 rounding); both read the weight's current values."""
-    w = torch.randn(24, 40)
-    with ascend_ops.use_backend("native"):
-        handle = ascend_ops.pack_linear_weight(w)
-        if handle < 0:
-            pytest.skip("no oneDNN packing for float32 on this CPU")
-        for rows in range(1, _native_linear.PLAIN_ROWS + 1):
-            x = torch.randn(rows, 40)
-            assert torch.equal(ascend_ops.linear(x, w, None, handle), torch.nn.functional.linear(x, w))
-        x = torch.randn(_native_linear.PLAIN_ROWS + 3, 40)
-        torch.testing.assert_close(ascend_ops.linear(x, w, None, handle), _oracle(x, w, None),
-                                   **TOL[torch.float32])
-    ascend_ops.release_linear_weight(handle)

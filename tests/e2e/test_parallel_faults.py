@@ -33,10 +33,13 @@ raises ``EngineDeadError``):
 Not asserted, because it depends on where the survivor is when its peer dies: in the runs so far
 the surviving rank's all-reduce failed with our ``CollectiveError`` naming group ``tp:0``
 (``vllm_ascend_comm.communicator``); a survivor caught between steps instead sees its RPC queue
-cancelled by the executor's shutdown. Either way the engine fails the same way.
+cancelled by the executor's shutdown. Either way the engine fails the same way. The survivor
+holds a lost-peer error back for ``PEER_LOST_GRACE_S`` so that the executor's monitor, not the
+survivor's reply, is what fails the engine and names the dead worker (without the wait, a
+``kill-tp1`` run once failed the engine with the survivor's "Connection reset by peer" first).
 
-Measured on the 2-core box: the child exits about 3-4 s after the kill; each case takes about
-17 s, mostly the TP=2 engine start-up.
+Measured on the 2-core box: the child exits about 4-8 s after the kill (the survivor's grace
+included); each case takes about 20 s alone, mostly the TP=2 engine start-up.
 """
 
 from __future__ import annotations

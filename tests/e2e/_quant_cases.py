@@ -51,17 +51,48 @@ def first_token_logprobs(llm, tokenizer_path) -> tuple[list[int], dict[int, floa
     return ids, {k: v.logprob for k, v in out[0].outputs[0].logprobs[0].items()}
 
 
-def assert_first_token_matches(float_path, quant_path, ids, ours: dict[int, float]) -> None:
-    """Before any generated token feeds back, our log-probabilities equal the oracle's (float32
-    body, like the engine) to 5e-3 nats (measured: 1e-4 for both schemes in emulation)."""
+FIRST_TOKEN_TOL = 5e-3  # nats
+FIRST_TOKEN_NOISES = (1e-7, 3e-7, 1e-6)
+"""Relative input noise of the oracle runs that may explain our first token: float32 rounding
+(6e-8) up to what it accumulates to over a few hundred terms (a hidden size of 576)."""
+FIRST_TOKEN_SEEDS = 16
+
+
+def explaining_run(runs, ours: dict[int, float], tol: float = FIRST_TOKEN_TOL):
+    """The ``(noise, seed)`` of the first oracle run in ``runs`` (``last_logprobs_under_noise``)
+    whose log-probability of every token in ``ours`` is within ``tol`` of ours; None if none."""
+    for noise, seed, lp in runs:
+        if all(abs(val - float(lp[tok])) <= tol for tok, val in ours.items()):
+            return noise, seed
+    return None
+
+
+def first_token_runs(float_path, quant_path, ids) -> list[tuple]:
+    """The oracle's (float32 body, like the engine) first-token runs: exact, then perturbed."""
     import torch
-    from quant_oracle import load_oracle
+    from quant_oracle import last_logprobs_under_noise, load_oracle
 
     with torch.inference_mode():
-        lp = torch.log_softmax(load_oracle(float_path, quant_path)(
-            input_ids=torch.tensor([ids])).logits[0, -1].double(), -1)
-    for tok, val in ours.items():
-        assert abs(val - float(lp[tok])) <= 5e-3, (tok, val, float(lp[tok]))
+        return last_logprobs_under_noise(load_oracle(float_path, quant_path), ids,
+                                         FIRST_TOKEN_NOISES, FIRST_TOKEN_SEEDS)
+
+
+def assert_first_token_matches(float_path, quant_path, ids, ours: dict[int, float]) -> None:
+    """Before any generated token feeds back, our top-5 log-probabilities are those of one oracle
+    run (float32 body, like the engine) to 5e-3 nats: the exact run, or one whose quantizer
+    inputs carry float32-sized relative noise (:data:`FIRST_TOKEN_NOISES`).
+
+    Why not the exact run alone: an int8 rounding sits on a step edge now and then, and a last-bit
+    difference between our float32 kernels and HF's flips it, which moves the result by a whole
+    step (W8A8 static on an AMD EPYC box: 7042 at -0.347 vs the exact run's -0.309 nats, and
+    precisely -0.347 in one 3e-7-noise run). On an Intel box both schemes matched the exact run
+    to 1e-4. A wrong scale, offset or layout is explained by no run (``test_quant_oracle_band.py``)."""
+    runs = first_token_runs(float_path, quant_path, ids)
+    exact = runs[0][2]
+    found = explaining_run(runs, ours)
+    assert found is not None, (
+        "no oracle run explains our first-token log-probabilities (token: ours, exact oracle): "
+        + ", ".join(f"{tok}: {val:.4f}, {float(exact[tok]):.4f}" for tok, val in ours.items()))
 
 
 @dataclass

@@ -14,7 +14,9 @@ The quantized linears compute in float64 (exact int8 sums); the rest of the mode
 ``dtype``, by default float32 like the emulation engine: quantization makes the model sensitive
 to the last bit of its activations (a rounding flip moves a value by a whole int8 step of its
 token's range), so a float64 body differs from a float32 one by ~0.04 nats on SmolLM2's first
-generated token while vLLM's float32 engine matches the float32 body to 1e-4 (measured).
+generated token while vLLM's float32 engine matches the float32 body to 1e-4 (measured on an
+Intel box; on an AMD EPYC box the W8A8 static engine matches a 3e-7-noise run instead, see
+``_quant_cases.assert_first_token_matches``).
 
 That sensitivity is large: multiplying the quantizers' inputs by (1 + 1e-7 * noise), i.e.
 float32 rounding, moves SmolLM2 W8A8_DYNAMIC log-probabilities by up to 0.5 nats (measured). So
@@ -38,6 +40,7 @@ NOISE = 1e-7
 
 class _FakeQuantLinear(torch.nn.Module):
     noise: torch.Generator | None = None  # set while a perturbed run is in progress
+    noise_scale: float = NOISE  # relative size of that run's input noise
 
     def __init__(self, scheme: str, t: dict[str, torch.Tensor]):
         super().__init__()
@@ -57,7 +60,7 @@ class _FakeQuantLinear(torch.nn.Module):
     def forward(self, x_in):
         x = x_in.double()
         if _FakeQuantLinear.noise is not None:
-            x = x * (1 + NOISE * torch.randn(x.shape, generator=_FakeQuantLinear.noise,
+            x = x * (1 + _FakeQuantLinear.noise_scale * torch.randn(x.shape, generator=_FakeQuantLinear.noise,
                                              dtype=x.dtype))
         if self.scheme == "W8A8_DYNAMIC":
             s = x.abs().amax(-1, keepdim=True) / 127
@@ -86,6 +89,24 @@ def load_oracle(float_path: str, quant_path: str, dtype: torch.dtype = torch.flo
             parent, _, child = name.rpartition(".")
             setattr(model.get_submodule(parent), child, _FakeQuantLinear(scheme, parts))
     return model
+
+
+@torch.inference_mode()
+def last_logprobs_under_noise(model, ids: list[int], noises, seeds: int) -> list[tuple]:
+    """``[(noise, seed, log_probs)]``: the next-token log-probabilities (float64 ``[vocab]``)
+    after ``ids``, from the exact run (``noise`` 0) and from ``seeds`` runs at each relative
+    input noise in ``noises`` on the quantizers (module doc)."""
+    out = []
+    for noise in (0.0, *noises):
+        for seed in range(1 if noise == 0.0 else seeds):
+            _FakeQuantLinear.noise = torch.Generator().manual_seed(seed) if noise else None
+            _FakeQuantLinear.noise_scale = noise or NOISE
+            try:
+                logits = model(input_ids=torch.tensor([ids]), use_cache=False).logits[0, -1]
+            finally:
+                _FakeQuantLinear.noise, _FakeQuantLinear.noise_scale = None, NOISE
+            out.append((noise, seed, torch.log_softmax(logits.double(), -1)))
+    return out
 
 
 @torch.inference_mode()

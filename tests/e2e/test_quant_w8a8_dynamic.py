@@ -89,7 +89,7 @@ def test_first_token_logprobs_equal_the_oracle(served, ckpt, model_path):
     "oracles themselves disagree at the first generated token on 3/8 prompts (gaps 0.1-0.23 "
     "nats): per-token int8 rounding turns float32-vs-float64 differences into whole int8 "
     "steps, so no float32 engine can meet this bar on SmolLM2; the first-token test above "
-    "shows the scheme itself is computed as the oracle does (1e-4 nats). Not a semantic "
+    "shows the scheme itself is computed as the oracle does (5e-3 nats). Not a semantic "
     "mismatch: oracle, ascend_ops and torch_npu's documented npu_dynamic_quant agree (scale = "
     "row_max(|x|) / 127, y = round(x / scale)); re-measured without any generated token: the "
     "float32- and float64-body oracles pick different first tokens on 3/8 prompts (0.11-0.23 "

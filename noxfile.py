@@ -48,6 +48,7 @@ files; a package without any test file passes with a warning. ``e2e`` always exp
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -64,7 +65,7 @@ VENV_PY = VENV / "bin" / "python"
 STANDALONE = "ascend-ops"  # the one layer that never sees vLLM
 
 sys.path.insert(0, str(ROOT / "scripts"))
-from parallel_parts import jobs_from_env, run_parts  # noqa: E402
+from parallel_parts import jobs_from_env, run_parts, split_by_duration  # noqa: E402
 from venv_overlay import overlay  # noqa: E402
 
 nox.options.sessions = ["lint", "hygiene", "typecheck", "tests", "e2e", "npu_coverage", "release"]
@@ -212,9 +213,10 @@ def e2e(session: nox.Session) -> None:
         # platform tests that need the meta-package's entry points (skipped in its own session)
         session.run(str(VENV_PY), "-m", "pytest", str(ROOT / "packages" / "ascend-platform" / "tests"),
                     "-m", "requires_meta", "-p", "no:cacheprovider", "-q", env=env, external=True)
-    # The full run (no arguments) is split into E2E_PARTS pytest processes over consecutive test
-    # files: each process keeps what its engines leave behind (>8 GiB RSS over all of tests/e2e,
-    # on a 24 GiB box); a new process costs ~10 s of imports. Every part runs; failures at the end.
+    # The full run (no arguments) is split into E2E_PARTS pytest processes over the test files,
+    # dealt by recorded duration (tests/e2e/durations.json; longest part first): each process
+    # keeps what its engines leave behind (>8 GiB RSS over all of tests/e2e, on a 24 GiB box); a
+    # new process costs ~10 s of imports. Every part runs; failures at the end.
     # VLLM_ASCEND_E2E_JOBS parts run at once (default 2; 1 = one after another): much of a part's
     # wall time is one-core work (imports, weight loading, graph compilation, child processes).
     # --durations: the slowest tests in CI's log, to keep the run inside its time budget.
@@ -225,21 +227,28 @@ def e2e(session: nox.Session) -> None:
         return
     files = sorted(str(p) for p in (ROOT / "tests" / "e2e").rglob("test_*.py")
                    if not p.match(SIM_E2E_GLOB))
-    size = -(-len(files) // E2E_PARTS)
-    parts = [files[i:i + size] for i in range(0, len(files), size)]
+    # parts of about equal recorded duration, longest first (refresh: scripts/parallel_parts.py)
+    durations = json.loads((ROOT / "tests" / "e2e" / "durations.json").read_text())
+    # the modules that share conftest's module-spanning engine stay in one part (built once)
+    sharing = [Path(f).name for f in files if "default_llm" in Path(f).read_text()]
+    parts = split_by_duration(files, durations, E2E_PARTS, together=sharing)
     # caches every part reads (the converted SmolLM2) are made once, before the parts race for them
     session.run(str(VENV_PY), "-c", "from vllm_ascend import demo_model; demo_model.prepare()",
                 env=env, external=True)
     jobs = jobs_from_env("VLLM_ASCEND_E2E_JOBS", 2)
     full_env = {k: v for k, v in {**os.environ, **env}.items() if v is not None}
-    codes = run_parts([[str(VENV_PY), "-m", "pytest", *part, *pytest_args] for part in parts],
-                      ROOT / ".nox" / "e2e-parts", full_env, jobs)
+    logs = ROOT / ".nox" / "e2e-parts"
+    for stale in logs.glob("part-*.xml"):  # a report per part of this run only
+        stale.unlink()
+    codes = run_parts([[str(VENV_PY), "-m", "pytest", *part, *pytest_args,
+                        f"--junitxml={logs / f'part-{n}.xml'}"] for n, part in enumerate(parts, 1)],
+                      logs, full_env, jobs)
     failed = [n for n, rc in enumerate(codes, 1) if rc != 0]
     if failed:
         session.error(f"e2e part(s) {failed} of {len(parts)} failed (see their logs above)")
 
 
-E2E_PARTS = 4
+E2E_PARTS = 6
 
 
 SIM_E2E_GLOB = "test_simulated_npu*.py"

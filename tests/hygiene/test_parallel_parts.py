@@ -63,3 +63,40 @@ def test_bad_jobs_and_no_commands_are_refused(tmp_path, monkeypatch):
     assert parallel_parts.jobs_from_env("VLLM_ASCEND_E2E_JOBS", 2) == 3
     monkeypatch.delenv("VLLM_ASCEND_E2E_JOBS")
     assert parallel_parts.jobs_from_env("VLLM_ASCEND_E2E_JOBS", 2) == 2
+
+
+def test_split_by_duration_balances_parts_and_covers_every_file():
+    durations = {"test_a.py": 900.0, "test_b.py": 500.0, "test_c.py": 400.0, "test_d.py": 300.0,
+                 "test_e.py": 100.0}
+    files = [f"/r/tests/e2e/{n}" for n in [*durations, "test_new.py"]]  # test_new: unknown
+    parts = parallel_parts.split_by_duration(files, durations, 2)
+    assert sorted(f for p in parts for f in p) == sorted(files)
+    totals = [sum(durations.get(f.rsplit("/", 1)[1], 400.0) for f in p) for p in parts]
+    assert totals == sorted(totals, reverse=True)  # longest part first
+    assert totals == [1300.0, 1300.0]  # LPT: a+e+d... each lane 1300 s (median 400 for test_new)
+    assert all(p == sorted(p) for p in parts)
+
+
+def test_split_by_duration_drops_empty_parts_and_refuses_zero():
+    assert parallel_parts.split_by_duration(["x/test_a.py"], {}, 3) == [["x/test_a.py"]]
+    with pytest.raises(ValueError, match="at least one part"):
+        parallel_parts.split_by_duration(["x/test_a.py"], {}, 0)
+
+
+def test_durations_from_junit_sums_per_file(tmp_path):
+    report = tmp_path / "part-1.xml"
+    report.write_text(
+        '<testsuites><testsuite name="pytest">'
+        '<testcase classname="tests.e2e.test_a" name="test_one" time="10.25"/>'
+        '<testcase classname="tests.e2e.test_a" name="test_two[x]" time="2.5"/>'
+        '<testcase classname="test_b.TestGroup" name="test_three" time="4"/>'
+        '</testsuite></testsuites>')
+    assert parallel_parts.durations_from_junit([report]) == {"test_a.py": 12.8, "test_b.py": 4.0}  # 12.75 rounded
+
+
+def test_split_by_duration_keeps_together_files_in_one_part():
+    durations = {"test_a.py": 300.0, "test_b.py": 300.0, "test_c.py": 300.0, "test_d.py": 300.0}
+    files = [f"t/{n}" for n in durations]
+    parts = parallel_parts.split_by_duration(files, durations, 4, together=["test_a.py", "test_d.py"])
+    assert ["t/test_a.py", "t/test_d.py"] in parts
+    assert sorted(f for p in parts for f in p) == sorted(files) and len(parts) == 3

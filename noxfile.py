@@ -252,6 +252,7 @@ E2E_PARTS = 6
 
 
 SIM_E2E_GLOB = "test_simulated_npu*.py"
+SIM_E2E_PARTS = 2
 CALLSITES_ENV = "ASCEND_OPS_SIM_CALLSITES_DIR"
 
 
@@ -281,10 +282,27 @@ def npu_coverage(session: nox.Session) -> None:
                     "-p", "npu_callsites_plugin", "-q", env=env, external=True)
     else:
         session.warn("packages/ascend-ops/tests has no simulated-NPU test files")
-    session.run(str(VENV_PY), "-m", "pytest", *sorted(map(str, (ROOT / "tests" / "e2e").glob(SIM_E2E_GLOB))),
-                "-p", "no:cacheprovider", "-v", "--timeout=1800", "--durations=15", *session.posargs,
-                env={**env, "VLLM_ASCEND_EMULATE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"},
-                external=True)
+    sim_files = sorted(map(str, (ROOT / "tests" / "e2e").glob(SIM_E2E_GLOB)))
+    sim_env = {**env, "VLLM_ASCEND_EMULATE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+    pytest_args = ["-p", "no:cacheprovider", "-v", "--timeout=1800", "--durations=15"]
+    if session.posargs:
+        session.run(str(VENV_PY), "-m", "pytest", *sim_files, *pytest_args, *session.posargs,
+                    env=sim_env, external=True)
+    else:
+        # two parts at once, dealt by recorded duration like e2e's: each test's engine runs in a
+        # child process that the pytest process mostly waits on
+        durations = json.loads((ROOT / "tests" / "e2e" / "durations.json").read_text())
+        parts = split_by_duration(sim_files, durations, SIM_E2E_PARTS)
+        logs = ROOT / ".nox" / "npu-coverage-parts"
+        for stale in logs.glob("part-*.xml"):
+            stale.unlink()
+        full_env = {k: v for k, v in {**os.environ, **sim_env}.items() if v is not None}
+        codes = run_parts([[str(VENV_PY), "-m", "pytest", *part, *pytest_args,
+                            f"--junitxml={logs / f'part-{n}.xml'}"] for n, part in enumerate(parts, 1)],
+                          logs, full_env, jobs_from_env("VLLM_ASCEND_E2E_JOBS", 2))
+        if any(codes):
+            session.error(f"simulated-NPU e2e part(s) {[n for n, rc in enumerate(codes, 1) if rc]} "
+                          f"of {len(parts)} failed (see their logs above)")
     session.run(str(VENV_PY), str(ROOT / "scripts" / "npu_coverage.py"), str(dump), env=env,
                 external=True)
 

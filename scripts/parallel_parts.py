@@ -142,12 +142,14 @@ def durations_from_junit(reports: Sequence[Path]) -> dict[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description="Refresh the e2e parts' recorded durations.")
     parser.add_argument("--update", action="store_true",
-                        help="write tests/e2e/durations.json from .nox/e2e-parts/part-*.xml")
+                        help="write tests/e2e/durations.json from the parts' JUnit reports")
     args = parser.parse_args()
     root = Path(__file__).resolve().parents[1]
-    reports = sorted((root / ".nox" / "e2e-parts").glob("part-*.xml"))
+    folders = [root / ".nox" / "e2e-parts", root / ".nox" / "npu-coverage-parts"]
+    reports = sorted(r for folder in folders for r in folder.glob("part-*.xml"))
     if not reports:
-        print("no .nox/e2e-parts/part-*.xml: run `nox -s e2e` first", file=sys.stderr)
+        print("no .nox/{e2e,npu-coverage}-parts/part-*.xml: run `nox -s e2e npu_coverage` first",
+              file=sys.stderr)
         return 1
     found = durations_from_junit(reports)
     if args.update:

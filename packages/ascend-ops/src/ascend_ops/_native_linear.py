@@ -35,6 +35,9 @@ from ascend_ops._pack_registry import PackRegistry
 # batch 8 107 -> 99, both packs together slower at every batch; but their float32 rounding is not
 # aten.linear's, and two rounding-sensitive e2e checks (W8A8 static first-token logprobs vs the
 # oracle, the fp8-KV option-sweep greedy check vs HF) failed with them: benchmarks/README.md.
+# On an AMD EPYC box MKL's float32 kernels are 1.4-4.7x slower than oneDNN's (offline batch 8:
+# 0.57x vLLM's CPU backend with this pack, 0.97x with oneDNN packs); the W8A8 check has been
+# re-derived since, the fp8_e5m2 row of the option sweep still fails with oneDNN rounding.
 _PACK_ROWS_HINT = 8
 
 

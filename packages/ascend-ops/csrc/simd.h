@@ -2,7 +2,10 @@
 // Copyright 2026 The vllm-ascend authors
 // 16-lane float vectors (GCC vector extensions) and widening loads shared by the grouped-matmul
 // kernels (moe.cpp, moe_packed.cpp). AVX-512 builds get one-instruction bf16 / fp16 widening;
-// other targets (the x86-64-v3 wheel, aarch64) get the portable forms.
+// other targets (the x86-64-v3 wheel, aarch64) get the portable forms. Also 8-lane loads, stores
+// and fast_exp for the elementwise kernels (norm_act.cpp): common.h's scalar conversions and
+// fast_exp lane by lane (same integer steps, same polynomial), so results are bit-identical,
+// written without branches so they compile to vector code.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +28,81 @@ typedef float v8 __attribute__((vector_size(32)));
 typedef float v4 __attribute__((vector_size(16)));
 typedef uint16_t u16x16 __attribute__((vector_size(32)));
 typedef uint32_t u32x16 __attribute__((vector_size(64)));
+// 8-lane forms for the elementwise kernels (norm_act.cpp): one AVX2 register, where GCC lowers
+// 16-lane compares and selects lane by lane on targets without AVX-512. Compares are on signed
+// lanes (AVX2 has no unsigned ones); every compared value is below 2^31.
+typedef uint16_t u16x8 __attribute__((vector_size(16)));
+typedef uint32_t u32x8 __attribute__((vector_size(32)));
+typedef int32_t i32x8 __attribute__((vector_size(32)));
+
+inline v8 splat8(float f) { return v8{} + f; }
+inline u32x8 usplat8(uint32_t u) { return u32x8{} + u; }
+inline u32x8 as_u(v8 v) { return (u32x8)v; }
+inline v8 as_f(u32x8 u) { return (v8)u; }
+// signed lane compares (values < 2^31): AVX2 has these as one instruction
+inline i32x8 gt(u32x8 a, uint32_t b) { return (i32x8)a > int32_t(b); }
+inline i32x8 lt(u32x8 a, uint32_t b) { return (i32x8)a < int32_t(b); }
+inline i32x8 eq(u32x8 a, uint32_t b) { return (i32x8)a == int32_t(b); }
+
+// common.h's to_float(f16) on 8 lanes (F. Giesen's half_to_float, integer selects).
+inline v8 half_to_float8(u32x8 h) {
+  const u32x8 o = ((h & 0x7fffu) << 13) + (112u << 23);
+  const u32x8 exp = (h & 0x7c00u) << 13;
+  const u32x8 inf_nan = o + (112u << 23);
+  const u32x8 sub = as_u(as_f(o + (1u << 23)) - bits_to_float(113u << 23));
+  const u32x8 r = eq(exp, 0x7c00u << 13) ? inf_nan : (eq(exp, 0) ? sub : o);
+  return as_f(r | ((h & 0x8000u) << 16));
+}
+
+inline v8 load8(const float* p) {
+  v8 v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+inline u32x8 load_u16x8(const uint16_t* p) {
+  u16x8 h;
+  std::memcpy(&h, p, sizeof(h));
+  return __builtin_convertvector(h, u32x8);
+}
+inline v8 load8(const bf16* p) { return as_f(load_u16x8(&p->bits) << 16); }
+inline v8 load8(const f16* p) { return half_to_float8(load_u16x8(&p->bits)); }
+
+inline void store_u16x8(uint16_t* p, u32x8 v) {  // low 16 bits of each lane
+  const u16x8 h = __builtin_convertvector(v, u16x8);
+  std::memcpy(p, &h, sizeof(h));
+}
+inline void store8(float* p, v8 v) { std::memcpy(p, &v, sizeof(v)); }
+inline void store8(bf16* p, v8 v) {  // common.h's from_float<bf16>: nearest even, quiet NaN
+  const u32x8 u = as_u(v);
+  const u32x8 rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const u32x8 nan = (u >> 16) | 0x40u;
+  store_u16x8(&p->bits, gt(u & 0x7fffffffu, 0x7f800000u) ? nan : rounded);
+}
+inline void store8(f16* p, v8 v) {  // common.h's from_float<f16> (F. Giesen's method)
+  const u32x8 all = as_u(v);
+  const u32x8 sign = all & 0x80000000u;
+  const u32x8 u = all ^ sign;
+  const u32x8 inf_nan = gt(u, 0x7f800000u) ? usplat8(0x7e00u) : usplat8(0x7c00u);
+  const u32x8 sub = as_u(as_f(u) + 0.5f) - 0x3f000000u;
+  const u32x8 normal = (u + 0xc8000fffu + ((u >> 13) & 1u)) >> 13;
+  const u32x8 o = lt(u, 0x47800000u) ? (lt(u, 0x38800000u) ? sub : normal) : inf_nan;
+  store_u16x8(&p->bits, o | (sign >> 16));
+}
+
+// common.h's fast_exp on 8 lanes: same clamp, rounding trick and polynomial.
+inline v8 exp8(v8 x) {
+  x = x < splat8(-87.0f) ? splat8(-87.0f) : (x > splat8(88.0f) ? splat8(88.0f) : x);
+  const v8 n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  const v8 r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
+  v8 p = splat8(1.9875691500e-4f);
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  return p * as_f((u32x8)__builtin_convertvector(n, i32x8) + 127u << 23);
+}
 
 inline v16 load16(const float* p) {
   v16 v;

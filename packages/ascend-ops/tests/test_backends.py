@@ -99,3 +99,26 @@ def test_summary_names_why_kernels_are_unavailable(no_native):
     line = backends.summary("cpu")
     assert "UNAVAILABLE: activation" in line and "libgomp.so.1" in line
     assert "reference: mla (no compiled CPU kernel for this family" in line
+
+
+@pytest.mark.skipif(not ascend_ops.native_available(), reason="ascend_ops._C not built here")
+def test_backend_env_variable_is_read_at_each_call(monkeypatch):
+    """ASCEND_OPS_BACKEND changes take effect on the next call (its parse is cached per value),
+    an invalid name raises on every call, and call counts per op sum the per-backend ones."""
+    ascend_ops.reset_call_counts()
+    x = torch.randn(2, 8)
+    for name in ("reference", " Native ", "reference"):
+        monkeypatch.setenv("ASCEND_OPS_BACKEND", name)
+        assert ascend_ops.forced_backend() == name.strip().lower()
+        ascend_ops.swiglu(x)
+    monkeypatch.setenv("ASCEND_OPS_BACKEND", "bogus")
+    for _ in range(2):
+        with pytest.raises(ValueError, match="backend must be one of"):
+            ascend_ops.swiglu(x)
+    monkeypatch.setenv("ASCEND_OPS_BACKEND", "")
+    assert ascend_ops.forced_backend() is None
+    monkeypatch.delenv("ASCEND_OPS_BACKEND")
+    assert ascend_ops.forced_backend() is None
+    per = ascend_ops.call_counts(per_backend=True)
+    assert per[("swiglu", "reference")] == 2 and per[("swiglu", "native")] == 1
+    assert ascend_ops.call_counts()["swiglu"] == 3

@@ -27,10 +27,12 @@ BACKENDS = ("npu", "native", "reference")
 
 _lock = threading.Lock()
 _forced: list[str] = []
-_counts: Counter[str] = Counter()
+#: calls per (op, backend); per-op totals are summed in ``call_counts`` (one update per call)
 _backend_counts: Counter[tuple[str, str]] = Counter()
 _native_module = None
 _native_error: str | None = None
+_Tensor = torch.Tensor
+_dispatch_stack_len = torch._C._len_torch_dispatch_stack
 
 #: how to get ``ascend_ops._C`` back (the editable install compiles it, scripts/bootstrap.sh)
 REBUILD_HINT = ("rebuild it with `pip install --no-deps --force-reinstall -e packages/ascend-ops` "
@@ -103,14 +105,41 @@ def use_backend(name: str) -> Iterator[None]:
             _forced.pop()
 
 
+#: os.environ's raw store and key encoder (CPython's ``os._Environ``, which every
+#: ``os.environ[...] = ...`` / ``monkeypatch.setenv`` goes through): reading the raw value is a
+#: dict lookup, where ``os.environ.get`` decodes key and value on every op call.
+_ENV_NAME = "ASCEND_OPS_BACKEND"
+_environ = os.environ
+_environ_data = getattr(_environ, "_data", None)
+_environ_key = _environ.encodekey(_ENV_NAME) if hasattr(_environ, "encodekey") else None
+#: (raw value, backend it names): the parse of the last valid value, redone when it changes
+_env_parsed: tuple = (None, None)
+
+
+def _env_backend() -> str | None:
+    """``ASCEND_OPS_BACKEND`` parsed as before on every call (an invalid name raises each
+    time), but the parse of a valid raw value is kept until the raw value changes."""
+    global _env_parsed
+    if os.environ is _environ and type(_environ_data) is dict and _environ_key is not None:
+        raw = _environ_data.get(_environ_key)
+    else:  # os.environ was replaced: read it the plain way
+        raw = os.environ.get(_ENV_NAME)
+    if raw is None:
+        return None
+    last = _env_parsed
+    if type(last[0]) is type(raw) and last[0] == raw:
+        return last[1]
+    env = os.environ.get(_ENV_NAME, "").strip().lower()
+    name = _check_name(env) if env else None
+    _env_parsed = (raw, name)
+    return name
+
+
 def forced_backend() -> str | None:
     """The backend forced by ``use_backend`` or ``ASCEND_OPS_BACKEND``, or None."""
     if _forced:
         return _forced[-1]
-    env = os.environ.get("ASCEND_OPS_BACKEND", "").strip().lower()
-    if env:
-        return _check_name(env)
-    return None
+    return _env_backend()
 
 
 def select_backend(t: torch.Tensor) -> str:
@@ -118,17 +147,23 @@ def select_backend(t: torch.Tensor) -> str:
 
     Runs on every op call, so it reads the device type once and skips the ``_C`` import check
     once the module is loaded; the outcome is that of the rule above."""
-    forced = forced_backend()
+    forced = _forced[-1] if _forced else _env_backend()
     if forced is not None:
         if forced == "native" and _native_module is None:
             native_module()  # raises with the fix when absent
         return forced
+    if _simulated():
+        return "npu"
+    if type(t) is _Tensor and t.is_cpu:  # cheaper than t.device.type; same rule as below
+        if _native_module is None:
+            native_module()  # raises NativeKernelsMissing (import failure + fix) when absent
+        return "native"
     kind = t.device.type
-    if kind == "npu" or _simulated():
+    if kind == "npu":
         return "npu"
     if kind == "cpu":
         if _native_module is None:
-            native_module()  # raises NativeKernelsMissing (import failure + fix) when absent
+            native_module()
         return "native"
     return "reference"
 
@@ -143,18 +178,19 @@ def eager_direct(*tensors: torch.Tensor) -> bool:
     ``torch.ops.ascend.*`` (saves the dispatcher round trip in eager mode): not tracing under
     torch.compile, no active TorchDispatchMode (fake tensors, functionalization) and plain
     tensors only. Results are identical either way; only the dispatch path differs."""
-    if torch.compiler.is_compiling() or torch._C._len_torch_dispatch_stack():
+    if torch.compiler.is_compiling() or _dispatch_stack_len():
         return False
     for t in tensors:
-        if type(t) is not torch.Tensor:
+        if type(t) is not _Tensor:
             return False
     return True
 
 
+
 def count(op: str, backend: str) -> None:
+    key = (op, backend)
     with _lock:
-        _counts[op] += 1
-        _backend_counts[(op, backend)] += 1
+        _backend_counts[key] += 1
 
 
 def call_counts(per_backend: bool = False) -> dict:
@@ -164,11 +200,16 @@ def call_counts(per_backend: bool = False) -> dict:
     Only real executions count (fake/meta tracing under torch.compile does not).
     """
     with _lock:
-        return dict(_backend_counts if per_backend else _counts)
+        per = dict(_backend_counts)
+    if per_backend:
+        return per
+    totals: dict[str, int] = {}
+    for (op, _backend), n in per.items():
+        totals[op] = totals.get(op, 0) + n
+    return totals
 
 
 def reset_call_counts() -> None:
     """Zero all call counters."""
     with _lock:
-        _counts.clear()
         _backend_counts.clear()

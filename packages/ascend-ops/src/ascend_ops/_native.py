@@ -20,11 +20,27 @@ def _code(t: torch.Tensor) -> int:
     return DTYPE_CODES[t.dtype]
 
 
+def _as(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``t.to(dtype).contiguous()``; skips the ``to`` call (a few us) when it would be a no-op."""
+    return (t if t.dtype is dtype else t.to(dtype)).contiguous()
+
+
+# The kernels address row-major memory only, so a contiguous input of any rank is passed as is
+# and its output allocated in its own shape: no reshape / view round trip per call (these ops
+# run a few times per layer per decode step). Other inputs take the original reshape path;
+# so does a zero-sized last dim (whose reshape(-1, 0) raises, as before).
+
+
 def rms_norm(x, weight, eps):
     c = native_module()
     h = x.shape[-1]
-    x2 = x.reshape(-1, h).contiguous()
     w = weight.contiguous()
+    if h and x.is_contiguous():
+        out = torch.empty_like(x)
+        c.rms_norm(x.data_ptr(), w.data_ptr(), out.data_ptr(), x.numel() // h, h, _code(x), _code(w),
+                   float(eps))
+        return out
+    x2 = x.reshape(-1, h).contiguous()
     out = torch.empty_like(x2)
     c.rms_norm(x2.data_ptr(), w.data_ptr(), out.data_ptr(), x2.shape[0], h, _code(x2), _code(w), float(eps))
     return out.view(x.shape)
@@ -33,21 +49,29 @@ def rms_norm(x, weight, eps):
 def add_rms_norm(x, residual, weight, eps):
     c = native_module()
     h = x.shape[-1]
-    x2 = x.reshape(-1, h).contiguous()
-    r2 = residual.reshape(-1, h).contiguous()
     w = weight.contiguous()
+    if h and x.is_contiguous() and residual.is_contiguous():
+        x2, r2, shaped = x, residual, False
+    else:
+        x2, r2, shaped = x.reshape(-1, h).contiguous(), residual.reshape(-1, h).contiguous(), True
     out = torch.empty_like(x2)
     new_res = torch.empty_like(x2)
     c.add_rms_norm(
         x2.data_ptr(), r2.data_ptr(), w.data_ptr(), out.data_ptr(), new_res.data_ptr(),
-        x2.shape[0], h, _code(x2), _code(w), float(eps),
+        x2.numel() // h, h, _code(x2), _code(w), float(eps),
     )
-    return out.view(x.shape), new_res.view(x.shape)
+    if shaped:
+        return out.view(x.shape), new_res.view(x.shape)
+    return out, new_res
 
 
 def swiglu(x):
     c = native_module()
     two_i = x.shape[-1]
+    if two_i and x.is_contiguous():
+        out = x.new_empty((*x.shape[:-1], two_i // 2))
+        c.swiglu(x.data_ptr(), out.data_ptr(), x.numel() // two_i, two_i // 2, _code(x))
+        return out
     x2 = x.reshape(-1, two_i).contiguous()
     out = x2.new_empty((x2.shape[0], two_i // 2))
     c.swiglu(x2.data_ptr(), out.data_ptr(), x2.shape[0], two_i // 2, _code(x2))
@@ -57,27 +81,33 @@ def swiglu(x):
 def rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox):
     c = native_module()
     t = positions.shape[0]
-    pos = positions.to(torch.int64).contiguous()
-    q = query.reshape(t, -1).contiguous()
-    k = key.reshape(t, -1).contiguous()
+    pos = _as(positions, torch.int64)
+    if t and query.is_contiguous() and key.is_contiguous():
+        q, k, shaped = query, key, False
+        q_width, k_width = query.numel() // t, key.numel() // t
+    else:
+        q, k, shaped = query.reshape(t, -1).contiguous(), key.reshape(t, -1).contiguous(), True
+        q_width, k_width = q.shape[1], k.shape[1]
     cache = cos_sin_cache.contiguous()
     q_out = torch.empty_like(q)
     k_out = torch.empty_like(k)
     c.rotary_embedding(
         pos.data_ptr(), q.data_ptr(), k.data_ptr(), q_out.data_ptr(), k_out.data_ptr(),
-        t, q.shape[1] // head_size, k.shape[1] // head_size, head_size,
+        t, q_width // head_size, k_width // head_size, head_size,
         cache.data_ptr(), _code(cache), cache.shape[0], cache.shape[1], bool(is_neox), _code(q),
     )
-    return q_out.view(query.shape), k_out.view(key.shape)
+    if shaped:
+        return q_out.view(query.shape), k_out.view(key.shape)
+    return q_out, k_out
 
 
 def reshape_and_cache(key, value, key_cache, value_cache, slot_mapping):
     c = native_module()
-    slots = slot_mapping.to(torch.int64).contiguous()
+    slots = _as(slot_mapping, torch.int64)
     c.reshape_and_cache(
         key.data_ptr(), value.data_ptr(), key_cache.data_ptr(), value_cache.data_ptr(),
         slots.data_ptr(), key.shape[0], key.shape[1], key.shape[2],
-        list(key.stride()), list(value.stride()), list(key_cache.stride()), list(value_cache.stride()),
+        key.stride(), value.stride(), key_cache.stride(), value_cache.stride(),
         key_cache.shape[0], key_cache.shape[1], _code(key),
     )
 
@@ -85,15 +115,15 @@ def reshape_and_cache(key, value, key_cache, value_cache, slot_mapping):
 def fused_infer_attention(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, scale, causal):
     c = native_module()
     q = query.contiguous()
-    bt = block_table.to(torch.int32).contiguous()
-    qsl = query_start_loc.to(torch.int32).contiguous()
-    lens = seq_lens.to(torch.int32).contiguous()
+    bt = _as(block_table, torch.int32)
+    qsl = _as(query_start_loc, torch.int32)
+    lens = _as(seq_lens, torch.int32)
     out = torch.empty_like(q)
     c.paged_attention(
         q.data_ptr(), key_cache.data_ptr(), value_cache.data_ptr(), bt.data_ptr(),
         qsl.data_ptr(), lens.data_ptr(), out.data_ptr(),
         q.shape[0], q.shape[1], key_cache.shape[2], q.shape[2], lens.shape[0], bt.shape[1],
         key_cache.shape[0], key_cache.shape[1],
-        list(key_cache.stride()), list(value_cache.stride()), float(scale), bool(causal), _code(q),
+        key_cache.stride(), value_cache.stride(), float(scale), bool(causal), _code(q),
     )
     return out

@@ -8,6 +8,12 @@ layer of ours. Greedy decoding is a plain loop over the KV-cached forward, so no
 config (EOS, repetition penalties, ...) can interfere; it never stops early (vLLM runs with
 ``ignore_eos=True`` to match). Each step keeps the full float32 log-softmax so a divergence can be
 judged by the logprob gap between the two candidate tokens.
+
+``greedy(..., kv_dtype=torch.float8_e5m2)`` models a quantized KV cache: every key and value is
+rounded to that format before attention reads it, as vLLM's fp8 cache stores them
+(``saturate(x / scale)`` with scale 1.0 when the checkpoint has none, ``vllm/_custom_ops.py``
+``reshape_and_cache_flash``; keys after RoPE). Attention over the cache then reads the rounded
+values for every token, the current one included, which is what a paged-cache backend does.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+from transformers import DynamicCache
 
 
 @dataclass
@@ -36,6 +43,34 @@ class OracleRun:
         return torch.topk(self.logprobs[step], k).indices.tolist()
 
 
+class RoundingCache(DynamicCache):
+    """A transformers ``DynamicCache`` whose stored keys/values are rounded to ``kv_dtype``.
+
+    ``update`` receives this step's post-RoPE K/V ``[batch, kv_heads, tokens, head_dim]``,
+    stores them saturated to ``kv_dtype``'s finite range and read back in their own dtype, and
+    returns the whole (rounded) cache for attention, so no unrounded K/V value reaches attention.
+    ``noise`` > 0 first scales each element by ``1 + noise * N(0, 1)`` (seeded): a model of
+    another float32 summation order upstream of the rounding, which an element close to a
+    rounding boundary turns into a whole fp8 step.
+    """
+
+    def __init__(self, kv_dtype: torch.dtype, noise: float = 0.0, seed: int = 0):
+        super().__init__()
+        self.kv_dtype = kv_dtype
+        self.noise = noise
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def _round(self, x: torch.Tensor) -> torch.Tensor:
+        if self.noise:
+            x = x * (1 + self.noise * torch.randn(x.shape, generator=self.generator))
+        limit = torch.finfo(self.kv_dtype).max
+        return x.float().clamp(-limit, limit).to(self.kv_dtype).to(x.dtype)
+
+    def update(self, key_states, value_states, layer_idx, *args, **kwargs):
+        return super().update(self._round(key_states), self._round(value_states), layer_idx,
+                              *args, **kwargs)
+
+
 class HFOracle:
     """Loads the checkpoint once; ``greedy`` results are memoized per (prompt, n)."""
 
@@ -46,7 +81,7 @@ class HFOracle:
         self.model = AutoModelForCausalLM.from_pretrained(
             model_path, dtype=torch.float32, attn_implementation="eager")
         self.model.eval()
-        self._memo: dict[tuple[tuple[int, ...], int], OracleRun] = {}
+        self._memo: dict[tuple, OracleRun] = {}
 
     def encode_text(self, text: str) -> list[int]:
         """Token ids of raw ``text`` (the tokenizer's own special-token policy)."""
@@ -62,13 +97,19 @@ class HFOracle:
         return [int(i) for i in ids]
 
     @torch.inference_mode()
-    def greedy(self, prompt_ids: list[int], n: int) -> OracleRun:
-        """Greedy-decode ``n`` tokens after ``prompt_ids`` (ties: lowest token id, as argmax)."""
-        key = (tuple(prompt_ids), n)
+    def greedy(self, prompt_ids: list[int], n: int, kv_dtype: torch.dtype | None = None,
+               kv_noise: float = 0.0, seed: int = 0) -> OracleRun:
+        """Greedy-decode ``n`` tokens after ``prompt_ids`` (ties: lowest token id, as argmax).
+
+        ``kv_dtype`` (e.g. ``torch.float8_e5m2``): K/V rounded to that format in the cache,
+        after relative noise ``kv_noise`` drawn from ``seed`` (:class:`RoundingCache`); None
+        keeps the float32 cache."""
+        key = (tuple(prompt_ids), n, kv_dtype, kv_noise, seed)
         if key in self._memo:
             return self._memo[key]
         ids = torch.tensor([prompt_ids], dtype=torch.long)
-        out = self.model(input_ids=ids, use_cache=True)
+        cache = RoundingCache(kv_dtype, kv_noise, seed) if kv_dtype is not None else None
+        out = self.model(input_ids=ids, past_key_values=cache, use_cache=True)
         tokens, logprobs = [], []
         for step in range(n):
             lp = torch.log_softmax(out.logits[0, -1].to(torch.float32), dim=-1)

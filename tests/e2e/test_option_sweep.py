@@ -10,9 +10,10 @@ correctly or is refused at start-up, before weights load, naming the option and 
 * Supported rows: the test the table cites; the rows without another test run here, on two
   short-lived engines (SmolLM2, float32, CPU emulation): fp8 (e4m3) KV cache with default
   options, and fp8_e5m2 KV cache with the "supported group" options. Both are judged against
-  HF transformers greedy decoding with a float KV cache: every first token identical, at least
-  half the continuations identical, the others diverging only to one of the float model's
-  top-5 within MAX_GAP nats (the stated fp8 tolerance, below).
+  HF transformers greedy decoding: every first token identical to HF's with a float KV cache;
+  the continuations against HF with the same fp8 rounding of K/V (``hf_oracle.RoundingCache``):
+  at least half identical, every other one leaving it only for a token that the oracle itself
+  picks under float32 noise (``_noise_run_choosing``, below).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from engine import close_llm, generate_ids, greedy_params, make_llm
 from option_probes import ARG_PROBES, ENV_PROBES, KWARG_PROBES
 from parity import SUMMARY
@@ -96,32 +98,67 @@ def test_early_refusals_come_before_vllms_own_checks(probe_results):
         assert error.startswith("UnsupportedFeatureError: vllm-ascend does not"), error[-1500:]
 
 
-#: fp8 tolerance against the float KV cache, per format (mantissa bits: e4m3 3, e5m2 2, so a
-#: stored K/V element is off by up to 2^-4 resp. 2^-3 of itself): at the first divergence from
-#: HF float greedy our token must be in HF's top-5 and within MAX_GAP nats of HF's argmax.
-#: Measured on this box (4 prompts x 8 tokens): vLLM's own CPU backend with fp8_e5m2 picks HF's
-#: 4th choice at one step and changes one first token; with fp8 it diverges where ours does.
-MAX_GAP = {"fp8": 0.05, "fp8_e5m2": 1.0}
+#: the float8 format each fp8 ``kv_cache_dtype`` stores (vLLM: "fp8" is e4m3)
+KV_FORMATS = {"fp8": torch.float8_e4m3fn, "fp8_e5m2": torch.float8_e5m2}
+#: float32-noise runs of the fp8 oracle (relative K/V noise before rounding, seeds): another
+#: summation order moves an element across an fp8 rounding boundary, a whole step of 2^-3
+#: (e4m3) or 2^-2 (e5m2) of itself, and the flips compound layer after layer. Measured on
+#: SmolLM2 (prompt 1): oneDNN instead of aten linears in the same HF model move K by 2.5e-7
+#: (layer 0) to 1.6e-6 (layer 29) relative, median, with a float cache; the levels below go
+#: one decade past that. 16 seeds each: at e5m2 prompt 1 step 1 the oracle picks its 4th choice
+#: (0.22 nats below) in 6 of 16 runs at 1e-5, at e4m3 prompt 6 step 7 its 2nd (0.38 nats) in
+#: 4 of 16 at 3e-7; its 10th choice in none (``test_noise_runs_do_not_explain_a_wrong_token``).
+KV_NOISES = (1e-6, 3e-6, 1e-5)
+NOISE_SEEDS = range(16)
+
+
+def _noise_run_choosing(oracle, ids, fmt, step: int, token: int, exact) -> str | None:
+    """The first noise run of the fp8 oracle that follows ``exact`` up to ``step`` and then
+    picks ``token``, as "noise N seed S", or None when no run does."""
+    for noise in KV_NOISES:
+        for seed in NOISE_SEEDS:
+            run = oracle.greedy(ids, step + 1, fmt, kv_noise=noise, seed=seed)
+            if run.tokens[:step] == exact.tokens[:step] and run.tokens[step] == token:
+                return f"noise {noise:g} seed {seed}"
+    return None
 
 
 def _serve_and_judge(llm, oracle, prompt_ids, kv_dtype: str, label: str, serve=generate_ids):
+    """First tokens equal HF's with a float cache; continuations judged against the oracle
+    with the same fp8 rounding of K/V (hf_oracle.RoundingCache): at least half identical, and
+    every first divergence is a choice the oracle itself makes under float32 noise."""
     prompts = prompt_ids[:N_PROMPTS]
     outs = serve(llm, prompts, N_TOKENS)
+    fmt = KV_FORMATS[kv_dtype]
     identical, report = 0, []
     for k, (ids, out) in enumerate(zip(prompts, outs, strict=True)):
-        got, ref = list(out.outputs[0].token_ids), oracle.greedy(ids, N_TOKENS)
-        assert got[0] == ref.tokens[0], f"{label}: prompt {k} first token differs from float HF"
+        got = list(out.outputs[0].token_ids)
+        assert got[0] == oracle.greedy(ids, N_TOKENS).tokens[0], \
+            f"{label}: prompt {k} first token differs from float HF"
+        ref = oracle.greedy(ids, N_TOKENS, fmt)
         if got == list(ref.tokens):
             identical += 1
             continue
         i = next(j for j in range(N_TOKENS) if got[j] != ref.tokens[j])
         lp = ref.logprobs[i]
         gap = float(lp[ref.tokens[i]] - lp[got[i]])
-        report.append(f"prompt {k} step {i}: ours {got[i]}, HF {ref.tokens[i]}, HF top5 "
-                      f"{ref.top(i, 5)}, gap {gap:.3g}")
-        assert got[i] in ref.top(i, 5) and gap < MAX_GAP[kv_dtype], f"{label}: {report[-1]}"
-    SUMMARY.append(f"{label}: {identical}/{len(prompts)} identical to float HF; " + "; ".join(report))
+        why = _noise_run_choosing(oracle, ids, fmt, i, got[i], ref)
+        report.append(f"prompt {k} step {i}: ours {got[i]}, {kv_dtype} HF {ref.tokens[i]}, top5 "
+                      f"{ref.top(i, 5)}, gap {gap:.3g}, reproduced by {why}")
+        assert why is not None, f"{label}: no noise run of the oracle makes this choice: {report[-1]}"
+    SUMMARY.append(f"{label}: {identical}/{len(prompts)} identical to {kv_dtype} HF; "
+                   + "; ".join(report))
     assert identical >= len(prompts) // 2, report
+
+
+def test_noise_runs_do_not_explain_a_wrong_token(oracle, prompt_ids):
+    """Negative control of the judge above: a token the fp8 oracle ranks 10th at the first
+    decode step is not a choice any of its noise runs makes."""
+    fmt = KV_FORMATS["fp8_e5m2"]
+    ids = prompt_ids[1]
+    exact = oracle.greedy(ids, N_TOKENS, fmt)
+    tenth = exact.top(1, 10)[-1]
+    assert _noise_run_choosing(oracle, ids, fmt, 1, tenth, exact) is None
 
 
 def test_fp8_kv_cache_first_tokens_match_float(model_path, oracle, prompt_ids):

@@ -19,7 +19,7 @@ def test_pack_is_released_with_its_layer_and_on_repack():
     layer = torch.nn.Linear(64, 32, bias=False)
     _pack(layer)
     if layer.ascend_linear_handle == NO_PACK:
-        pytest.skip("no MKL/oneDNN packing for float32 on this CPU")
+        pytest.skip("no oneDNN packing for float32 on this CPU")
     assert _native_linear.pack_count() == base + 1
     first = layer.ascend_linear_handle
     _pack(layer)  # a weight reload packs again

@@ -41,7 +41,7 @@ def test_linear_matches_reference(backend, dtype, shape, with_bias):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_pack_follows_in_place_writes_and_strided_input(dtype):
     if _native_linear.packable(torch.empty(2, 2, dtype=dtype)) is None:
-        pytest.skip(f"no MKL/oneDNN packing for {dtype} on this CPU")
+        pytest.skip(f"no oneDNN packing for {dtype} on this CPU")
     w = torch.randn(24, 16).to(dtype)
     with ascend_ops.use_backend("native"):
         handle = ascend_ops.pack_linear_weight(w)
@@ -85,3 +85,21 @@ def test_npu_branch_on_simulated_npu_is_plain_linear(simulated_npu):
     y = ascend_ops.linear(x, w, None, -1)
     assert ascend_ops.call_counts(per_backend=True) == {("linear", "npu"): 1}
     torch.testing.assert_close(y, _oracle(x, w, None), **TOL[torch.bfloat16])
+
+
+def test_float32_every_row_count_runs_the_onednn_pack():
+    """float32 inputs of any row count (single-request decode included) run the oneDNN pack:
+    bitwise what ``mkldnn._linear_pointwise`` gives on the same pack, equal to ``aten.linear`` up
+    to float32 rounding."""
+    w = torch.randn(24, 40)
+    with ascend_ops.use_backend("native"):
+        handle = ascend_ops.pack_linear_weight(w)
+        if handle < 0:
+            pytest.skip("no oneDNN packing for float32 on this CPU")
+        packed = torch.ops.mkldnn._reorder_linear_weight(w, None)
+        for rows in (1, 2, 8, 13):
+            x = torch.randn(rows, 40)
+            y = ascend_ops.linear(x, w, None, handle)
+            assert torch.equal(y, torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], ""))
+            torch.testing.assert_close(y, _oracle(x, w, None), **TOL[torch.float32])
+    ascend_ops.release_linear_weight(handle)

@@ -32,6 +32,7 @@ import torch
 
 from ascend_ops._pack_registry import PackRegistry
 
+
 @dataclass
 class _Pack:
     kind: str  # "onednn"

@@ -235,17 +235,23 @@ def e2e(session: nox.Session) -> None:
     # caches every part reads (the converted SmolLM2) are made once, before the parts race for them
     session.run(str(VENV_PY), "-c", "from vllm_ascend import demo_model; demo_model.prepare()",
                 env=env, external=True)
-    jobs = jobs_from_env("VLLM_ASCEND_E2E_JOBS", 2)
-    full_env = {k: v for k, v in {**os.environ, **env}.items() if v is not None}
-    logs = ROOT / ".nox" / "e2e-parts"
+    _pytest_parts(session, "e2e", parts, pytest_args, env, ROOT / ".nox" / "e2e-parts")
+
+
+def _pytest_parts(session: nox.Session, label: str, parts: list[list[str]], pytest_args: list[str],
+                  env: dict, logs: Path) -> None:
+    """Run each part (a list of test files) as its own pytest process, VLLM_ASCEND_E2E_JOBS of
+    them at once (default 2), each with its log and JUnit report (``logs/part-N.*``; the
+    reports feed ``scripts/parallel_parts.py --update``). Every part runs; failures at the end."""
     for stale in logs.glob("part-*.xml"):  # a report per part of this run only
         stale.unlink()
+    full_env = {k: v for k, v in {**os.environ, **env}.items() if v is not None}
     codes = run_parts([[str(VENV_PY), "-m", "pytest", *part, *pytest_args,
                         f"--junitxml={logs / f'part-{n}.xml'}"] for n, part in enumerate(parts, 1)],
-                      logs, full_env, jobs)
+                      logs, full_env, jobs_from_env("VLLM_ASCEND_E2E_JOBS", 2))
     failed = [n for n, rc in enumerate(codes, 1) if rc != 0]
     if failed:
-        session.error(f"e2e part(s) {failed} of {len(parts)} failed (see their logs above)")
+        session.error(f"{label} part(s) {failed} of {len(parts)} failed (see their logs above)")
 
 
 E2E_PARTS = 6
@@ -293,16 +299,8 @@ def npu_coverage(session: nox.Session) -> None:
         # child process that the pytest process mostly waits on
         durations = json.loads((ROOT / "tests" / "e2e" / "durations.json").read_text())
         parts = split_by_duration(sim_files, durations, SIM_E2E_PARTS)
-        logs = ROOT / ".nox" / "npu-coverage-parts"
-        for stale in logs.glob("part-*.xml"):
-            stale.unlink()
-        full_env = {k: v for k, v in {**os.environ, **sim_env}.items() if v is not None}
-        codes = run_parts([[str(VENV_PY), "-m", "pytest", *part, *pytest_args,
-                            f"--junitxml={logs / f'part-{n}.xml'}"] for n, part in enumerate(parts, 1)],
-                          logs, full_env, jobs_from_env("VLLM_ASCEND_E2E_JOBS", 2))
-        if any(codes):
-            session.error(f"simulated-NPU e2e part(s) {[n for n, rc in enumerate(codes, 1) if rc]} "
-                          f"of {len(parts)} failed (see their logs above)")
+        _pytest_parts(session, "simulated-NPU e2e", parts, pytest_args, sim_env,
+                      ROOT / ".nox" / "npu-coverage-parts")
     session.run(str(VENV_PY), str(ROOT / "scripts" / "npu_coverage.py"), str(dump), env=env,
                 external=True)
 

@@ -36,6 +36,9 @@ from vllm_ascend_platform.patches import patched
 
 logger = init_logger("vllm.ascend.model_runner")
 
+# Tokens of the profiling pass where its size is unused (NPUModelRunner.profile_size_unused).
+UNMEASURED_PROFILE_TOKENS = 16
+
 
 # patch: device-stream-api (declared in vllm_ascend_platform.patches; docs/architecture.md)
 @contextlib.contextmanager
@@ -126,6 +129,34 @@ class NPUModelRunner(GPUModelRunner):
     def sample_tokens(self, *args: Any, **kwargs: Any) -> Any:
         with patched("device-stream-api"):
             return super().sample_tokens(*args, **kwargs)
+
+    def _dummy_run(self, num_tokens: int, *args: Any, **kwargs: Any) -> Any:
+        """vLLM's dummy forward; the profiling pass's is cut to :data:`UNMEASURED_PROFILE_TOKENS`
+        when :meth:`profile_size_unused` (its size measures nothing there)."""
+        if kwargs.get("is_profile") and self.profile_size_unused():
+            num_tokens = min(num_tokens, UNMEASURED_PROFILE_TOKENS)
+        return super()._dummy_run(num_tokens, *args, **kwargs)
+
+    def profile_size_unused(self) -> bool:
+        """True in CPU emulation with compilation off (eager): the size of vLLM's profiling
+        pass (``profile_run``: a forward of ``max_num_batched_tokens`` tokens, 8192 by default,
+        ~40 s of every engine start on a 2-core host) measures nothing there.
+
+        The KV budget is computed, not measured: weights counted, activations estimated
+        (``NPUWorker._kv_budget``, ``activation_estimate`` in memory.py); emulation has no
+        device allocator whose peak the pass could raise. vLLM's CPU backend drops the pass
+        altogether in the same case (``CPUModelRunner.warming_up_model``,
+        vllm/v1/worker/cpu_model_runner.py, returns when the compilation mode is NONE). We keep
+        a short pass: ``GPUModelRunner._dummy_run`` (vllm/v1/worker/gpu_model_runner.py) also
+        builds state that serving reads later, e.g. a later pipeline stage's
+        ``intermediate_tensors`` buffers (sized ``max_num_tokens`` whatever the pass's size),
+        and it still runs the model, sampler and drafter once before READY. With compilation
+        on the pass is the one that traces the model at its general shape, and on the NPU and
+        the simulated NPU (the NPU path, docs/simulated-npu.md) it runs as vLLM's.
+        """
+        from vllm.config import CompilationMode
+
+        return self.emulated and self.compilation_config.mode == CompilationMode.NONE
 
     def _to_list(self, sampled_token_ids: torch.Tensor) -> list[list[int]]:
         if self.emulated:

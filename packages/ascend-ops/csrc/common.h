@@ -58,19 +58,29 @@ template <> inline f16 from_float<f16>(float f) {  // round to nearest even (F. 
   return f16{uint16_t(o | (sign >> 16))};
 }
 
-// exp(x) for x <= 0-ish ranges used by softmax; ~2 ulp, branch-free so loops vectorize.
-inline float fast_exp(float x) {
-  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
-  // round to nearest via the 1.5 * 2^23 trick (floor() would block vectorization)
-  const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
+// fast_exp's three steps, on a float or on a GCC float vector (simd.h's exp8 runs them on 8
+// lanes, so both give the same bits): n = round(x / ln 2) by the 1.5 * 2^23 trick (floor()
+// would block vectorization), r = x - n ln 2 with ln 2 in two parts, e^r by a polynomial.
+template <typename V> inline V exp_round_n(V x) {
+  return (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+}
+template <typename V> inline V exp_reduce(V x, V n) {
+  return (x - n * 0.693359375f) + n * 2.12194440e-4f;
+}
+template <typename V> inline V exp_poly(V r) {
+  V p = r * 1.9875691500e-4f + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
+  return p * r * r + r + 1.0f;
+}
+
+// exp(x) for x <= 0-ish ranges used by softmax; ~2 ulp, branch-free so loops vectorize.
+inline float fast_exp(float x) {
+  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+  const float n = exp_round_n(x);
+  const float p = exp_poly(exp_reduce(x, n));
   const int32_t e = int32_t(n) + 127;
   return p * bits_to_float(uint32_t(e) << 23);
 }

@@ -89,18 +89,12 @@ inline void store8(f16* p, v8 v) {  // common.h's from_float<f16> (F. Giesen's m
   store_u16x8(&p->bits, o | (sign >> 16));
 }
 
-// common.h's fast_exp on 8 lanes: same clamp, rounding trick and polynomial.
+// common.h's fast_exp on 8 lanes: same clamp and the same steps (exp_round_n, exp_reduce,
+// exp_poly).
 inline v8 exp8(v8 x) {
   x = x < splat8(-87.0f) ? splat8(-87.0f) : (x > splat8(88.0f) ? splat8(88.0f) : x);
-  const v8 n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  const v8 r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
-  v8 p = splat8(1.9875691500e-4f);
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
+  const v8 n = exp_round_n(x);
+  const v8 p = exp_poly(exp_reduce(x, n));
   return p * as_f((u32x8)__builtin_convertvector(n, i32x8) + 127u << 23);
 }
 

@@ -3,7 +3,7 @@
 """Eager reference and shared helpers for the graph-mode parity tests (test_graph_*.py).
 
 Run as a script in its own process (one engine per process): argv = model_path, json list
-of prompts, max_tokens, max_num_batched_tokens ("0" = vLLM's default). Prints one line
+of prompts, max_tokens, max_num_batched_tokens ("0" = ENGINE_KWARGS'). Prints one line
 ``EAGER_TOKENS <json>``: greedy token ids per prompt, from ``enforce_eager=True``.
 
 Imported by the tests: :func:`eager_tokens` runs the script once per distinct argument set
@@ -40,8 +40,13 @@ LONG_PROMPT = (
 BATCHES = [1, 3, 5, 9]
 MAX_TOKENS = 8
 CAPTURE_SIZES = [1, 2, 4, 8, 16]
-#: the common engine settings of the graph-mode modules and their eager reference
-ENGINE_KWARGS = dict(dtype="float32", max_model_len=512, max_num_seqs=16, gpu_memory_utilization=0.5)
+#: the common engine settings of the graph-mode modules and their eager reference.
+#: ``max_num_batched_tokens`` 512 (vLLM's default is 8192) sizes the compiled profiling pass
+#: (``GPUModelRunner.profile_run``, vllm/v1/worker/gpu_model_runner.py) that a graph-mode engine
+#: runs at start-up: a 8192-token forward took ~45 s of each such engine on the 2-core CI box; no
+#: step of these modules schedules more than 512 tokens, so the tokens are unchanged.
+ENGINE_KWARGS = dict(dtype="float32", max_model_len=512, max_num_seqs=16, max_num_batched_tokens=512,
+                     gpu_memory_utilization=0.5)
 
 _cache: dict[tuple, list[list[int]]] = {}
 
@@ -73,7 +78,7 @@ def graph_llm(model_path: str, mode: str, **overrides):
     saved = os.environ.get("VLLM_DISABLE_COMPILE_CACHE")
     os.environ["VLLM_DISABLE_COMPILE_CACHE"] = "1"
     try:
-        return LLM(model=model_path, **ENGINE_KWARGS, **overrides,
+        return LLM(model=model_path, **{**ENGINE_KWARGS, **overrides},
                    compilation_config={"cudagraph_mode": mode,
                                        "cudagraph_capture_sizes": CAPTURE_SIZES})
     finally:
@@ -132,6 +137,6 @@ if __name__ == "__main__":
     path, prompts, max_tokens = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
     mbt = int(sys.argv[4]) if len(sys.argv) > 4 else 0
     extra = {"max_num_batched_tokens": mbt} if mbt else {}
-    llm = LLM(model=path, enforce_eager=True, **ENGINE_KWARGS, **extra)
+    llm = LLM(model=path, enforce_eager=True, **{**ENGINE_KWARGS, **extra})
     outs = llm.generate(prompts, SamplingParams(temperature=0, max_tokens=max_tokens))
     print("EAGER_TOKENS " + json.dumps([list(o.outputs[0].token_ids) for o in outs]))

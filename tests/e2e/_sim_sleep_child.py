@@ -33,8 +33,9 @@ def main(model: str, out: str) -> None:
     from vllm import LLM, SamplingParams
     from vllm_ascend_graph.wrapper import ACLGraphWrapper
 
+    # 512 batched tokens: vLLM's profiling pass (run at that size on the simulated NPU) stays short
     llm = LLM(model=model, seed=0, dtype="float16", max_model_len=512, max_num_seqs=8,
-              gpu_memory_utilization=0.5, enable_sleep_mode=True,
+              max_num_batched_tokens=512, gpu_memory_utilization=0.5, enable_sleep_mode=True,
               sleep_preserve_parameter_names=[PRESERVED],
               compilation_config={"cudagraph_mode": "FULL_DECODE_ONLY",
                                   "cudagraph_capture_sizes": [1, 2, 4]})

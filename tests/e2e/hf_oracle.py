@@ -7,7 +7,8 @@ same converted SmolLM2 checkpoint vLLM loads: an implementation independent of v
 layer of ours. Greedy decoding is a plain loop over the KV-cached forward, so no generation
 config (EOS, repetition penalties, ...) can interfere; it never stops early (vLLM runs with
 ``ignore_eos=True`` to match). Each step keeps the full float32 log-softmax so a divergence can be
-judged by the logprob gap between the two candidate tokens.
+judged by the logprob gap between the two candidate tokens. Runs are kept per process and on
+disk for the other e2e processes (oracle_cache.py).
 
 ``greedy(..., kv_dtype=torch.float8_e5m2)`` models a quantized KV cache: every key and value is
 rounded to that format before attention reads it, as vLLM's fp8 cache stores them
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import oracle_cache
 import torch
 from transformers import DynamicCache
 
@@ -82,6 +84,7 @@ class HFOracle:
             model_path, dtype=torch.float32, attn_implementation="eager")
         self.model.eval()
         self._memo: dict[tuple, OracleRun] = {}
+        self._fingerprint: str | None = None
 
     def encode_text(self, text: str) -> list[int]:
         """Token ids of raw ``text`` (the tokenizer's own special-token policy)."""
@@ -107,6 +110,10 @@ class HFOracle:
         key = (tuple(prompt_ids), n, kv_dtype, kv_noise, seed)
         if key in self._memo:
             return self._memo[key]
+        stored = self._stored(key)
+        if stored is not None:
+            self._memo[key] = OracleRun(list(prompt_ids), *stored)
+            return self._memo[key]
         ids = torch.tensor([prompt_ids], dtype=torch.long)
         cache = RoundingCache(kv_dtype, kv_noise, seed) if kv_dtype is not None else None
         out = self.model(input_ids=ids, past_key_values=cache, use_cache=True)
@@ -121,4 +128,15 @@ class HFOracle:
                                  past_key_values=out.past_key_values, use_cache=True)
         run = OracleRun(list(prompt_ids), tokens, logprobs)
         self._memo[key] = run
+        if self._fingerprint is not None:
+            oracle_cache.store(self._fingerprint, key, tokens, logprobs)
         return run
+
+    def _stored(self, key: tuple) -> tuple[list[int], list[torch.Tensor]] | None:
+        """The run stored for ``key`` by another process (oracle_cache.py), or None. The model
+        is fingerprinted at the first call, after any subclass has finished building it."""
+        if not oracle_cache.enabled():
+            return None
+        if self._fingerprint is None:
+            self._fingerprint = oracle_cache.model_fingerprint(self.model)
+        return oracle_cache.load(self._fingerprint, key)

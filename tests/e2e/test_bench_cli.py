@@ -7,7 +7,8 @@ bfloat16: vLLM's ``cpu_fused_moe`` prepack has no float64 kernel), and
 ``benchmarks/comm_bench.py --sizes`` only byte counts with an optional K/M/G suffix. Both
 are checked by argparse before any work, so each case costs one interpreter start.
 ``benchmarks/quant_bench.py``'s counts (``--batch``, ``--new-tokens``, ``--rounds``, ...) take
-positive integers only.
+positive integers only, as do ``benchmarks/linear_bench.py``'s ``--rows``; its ``--dtypes`` are the
+two it compares with vLLM's GEMM.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ def _run(script: str, *args: str) -> subprocess.CompletedProcess:
     ("comm_bench.py", ["--sizes", "0"], "0"),
     ("quant_bench.py", ["--ct", "--new-tokens", "0"], "0"),
     ("quant_bench.py", ["--batch", "x"], "x"),
+    ("linear_bench.py", ["--dtypes", "float16"], "float16"),
+    ("linear_bench.py", ["--rows", "1,0"], "0"),
 ])
 def test_bad_argument_is_a_usage_error(script, args, named):
     proc = _run(script, *args)
@@ -45,7 +48,8 @@ def test_bad_argument_is_a_usage_error(script, args, named):
 
 @pytest.mark.parametrize("script, default", [("moe_bench.py", "float32,bfloat16"),
                                              ("comm_bench.py", "1K,64K,1M,8M"),
-                                             ("quant_bench.py", "32")])
+                                             ("quant_bench.py", "32"),
+                                             ("linear_bench.py", "1,2,4,8,16,64")])
 def test_help_shows_defaults(script, default):
     proc = _run(script, "--help")
     assert proc.returncode == 0, proc.stderr

@@ -3,9 +3,11 @@
 // Paged attention with npu_fused_infer_attention_score semantics (TND query, paged KV):
 // prefill, chunked prefill, prefix hits and decode in one call; GQA/MQA; causal aligned to the
 // end of each request's KV. Flash-style online softmax in float32 with register-blocked
-// 4-row x 16-column micro-kernels; bf16/fp16 caches are converted per element into float tiles.
+// 4-row x 16-column micro-kernels; a float32 cache with contiguous head_dim is read in place,
+// bf16/fp16 caches are converted per element into float tiles.
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 
 #include "common.h"
 #include "kernels.h"
@@ -28,6 +30,7 @@ struct Shape {
   const int64_t *kcs, *vcs;
   float scale;
   bool causal;
+  bool in_place;  // K/V rows read from the cache itself (float32 use only; see run_work)
 };
 
 // S[r][n] = sum_d Q[r][d] * KT[d][n] for 4 rows and 16 columns at a time.
@@ -63,15 +66,15 @@ inline void scores(const float* q, const float* kt, float* s, int64_t rows_pad, 
 
 // Decode-sized tiles (few rows): S[r][n] = dot(Q[r], K[n]) over a row-major float K tile, which
 // converts contiguously instead of transposing every key.
-inline void scores_rowmajor(const float* q, const float* k, float* s, int64_t rows_pad, int64_t dp,
-                            int64_t bsp, int64_t nvalid) {
+inline void scores_rowmajor(const float* q, const float* k, int64_t k_stride, float* s,
+                            int64_t rows_pad, int64_t dp, int64_t bsp, int64_t nvalid) {
   for (int64_t r0 = 0; r0 < rows_pad; r0 += kRows) {
     const float* q0 = q + (r0 + 0) * dp;
     const float* q1 = q + (r0 + 1) * dp;
     const float* q2 = q + (r0 + 2) * dp;
     const float* q3 = q + (r0 + 3) * dp;
     for (int64_t n = 0; n < nvalid; ++n) {
-      const float* kk = k + n * dp;
+      const float* kk = k + n * k_stride;
       float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
 #pragma omp simd reduction(+ : a0, a1, a2, a3)
       for (int64_t x = 0; x < dp; ++x) {
@@ -88,9 +91,10 @@ inline void scores_rowmajor(const float* q, const float* k, float* s, int64_t ro
   }
 }
 
-// acc[r][:] += sum_n P[r][n] * V[n][:] for 4 rows and 16 head-dim lanes at a time.
-inline void accumulate(const float* p, const float* v, float* acc, int64_t rows_pad, int64_t dp,
-                       int64_t bsp, int64_t ncols) {
+// acc[r][:] += sum_n P[r][n] * V[n][:] for 4 rows and 16 head-dim lanes at a time, over the
+// nvalid keys of the block (V rows v_stride floats apart).
+inline void accumulate(const float* p, const float* v, int64_t v_stride, float* acc,
+                       int64_t rows_pad, int64_t dp, int64_t bsp, int64_t nvalid) {
   for (int64_t r0 = 0; r0 < rows_pad; r0 += kRows) {
     for (int64_t d0 = 0; d0 < dp; d0 += kLanes) {
       float c0[kLanes], c1[kLanes], c2[kLanes], c3[kLanes];
@@ -100,8 +104,8 @@ inline void accumulate(const float* p, const float* v, float* acc, int64_t rows_
         c2[j] = acc[(r0 + 2) * dp + d0 + j];
         c3[j] = acc[(r0 + 3) * dp + d0 + j];
       }
-      for (int64_t n = 0; n < ncols; ++n) {
-        const float* vv = v + n * dp + d0;
+      for (int64_t n = 0; n < nvalid; ++n) {
+        const float* vv = v + n * v_stride + d0;
         const float p0 = p[(r0 + 0) * bsp + n], p1 = p[(r0 + 1) * bsp + n];
         const float p2 = p[(r0 + 2) * bsp + n], p3 = p[(r0 + 3) * bsp + n];
 #pragma omp simd
@@ -162,26 +166,50 @@ void run_work(const Work& w, const Shape& sh, const T* query, const T* kc, const
     const T* kb = kc + blk * sh.kcs[0] + w.kh * sh.kcs[2];
     const T* vb = vc + blk * sh.vcs[0] + w.kh * sh.vcs[2];
     const bool rowmajor = rows_pad <= 2 * kRows;
+    // A float32 cache with contiguous head_dim (and no lane padding) is read in place: the
+    // row-major K tile and the V tile are the cache's own rows, nothing is copied.
+    const float* k_rows = buf.kt.data();  // the K tile buffer used row-major
+    int64_t k_stride = dp;
+    const float* v_rows = buf.v.data();
+    int64_t v_stride = dp;
+    if constexpr (std::is_same_v<T, float>) {
+      if (sh.in_place) {
+        k_rows = kb;
+        k_stride = sh.kcs[1];
+        v_rows = vb;
+        v_stride = sh.vcs[1];
+      }
+    }
+    const bool copy_k = !rowmajor || k_rows == buf.kt.data();
+    const bool copy_v = v_rows == buf.v.data();
     for (int64_t n = 0; n < nvalid; ++n) {
       const T* kr = kb + n * sh.kcs[1];
       const T* vr = vb + n * sh.vcs[1];
-      if (rowmajor) {
-        float* kd = buf.kt.data() + n * dp;  // the K tile buffer used row-major here
-        for (int64_t x = 0; x < d; ++x) kd[x] = to_float(kr[x * sh.kcs[3]]);
-      } else {
+      if (!rowmajor) {
         for (int64_t x = 0; x < d; ++x) buf.kt[x * bsp + n] = to_float(kr[x * sh.kcs[3]]);
+      } else if (copy_k) {
+        float* kd = buf.kt.data() + n * dp;
+        if (sh.kcs[3] == 1) {
+          for (int64_t x = 0; x < d; ++x) kd[x] = to_float(kr[x]);
+        } else {
+          for (int64_t x = 0; x < d; ++x) kd[x] = to_float(kr[x * sh.kcs[3]]);
+        }
       }
-      float* vd = buf.v.data() + n * dp;
-      for (int64_t x = 0; x < d; ++x) vd[x] = to_float(vr[x * sh.vcs[3]]);
+      if (copy_v) {
+        float* vd = buf.v.data() + n * dp;
+        if (sh.vcs[3] == 1) {
+          for (int64_t x = 0; x < d; ++x) vd[x] = to_float(vr[x]);
+        } else {
+          for (int64_t x = 0; x < d; ++x) vd[x] = to_float(vr[x * sh.vcs[3]]);
+        }
+      }
     }
-    for (int64_t n = nvalid; n < ncols; ++n) {
-      for (int64_t x = 0; x < d; ++x) {
-        if (!rowmajor) buf.kt[x * bsp + n] = 0.f;
-        buf.v[n * dp + x] = 0.f;
-      }
+    if (!rowmajor) {
+      for (int64_t n = nvalid; n < ncols; ++n)
+        for (int64_t x = 0; x < d; ++x) buf.kt[x * bsp + n] = 0.f;
     }
     if (rowmajor)
-      scores_rowmajor(buf.q.data(), buf.kt.data(), buf.s.data(), rows_pad, dp, bsp, nvalid);
+      scores_rowmajor(buf.q.data(), k_rows, k_stride, buf.s.data(), rows_pad, dp, bsp, nvalid);
     else
       scores(buf.q.data(), buf.kt.data(), buf.s.data(), rows_pad, dp, bsp, ncols);
     for (int64_t r = 0; r < rows_pad; ++r) {
@@ -207,7 +235,7 @@ void run_work(const Work& w, const Shape& sh, const T* query, const T* kc, const
 #pragma omp simd
       for (int64_t x = 0; x < dp; ++x) a[x] *= corr;
     }
-    accumulate(buf.s.data(), buf.v.data(), buf.acc.data(), rows_pad, dp, bsp, ncols);
+    accumulate(buf.s.data(), v_rows, v_stride, buf.acc.data(), rows_pad, dp, bsp, nvalid);
   }
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t i = w.q0 + r / sh.group;
@@ -261,7 +289,8 @@ void paged_attention(uintptr_t query, uintptr_t key_cache, uintptr_t value_cache
   validate(bt, qsl, lens, tokens, batch, max_blocks, num_blocks, block_size);
   Shape sh{num_heads, num_kv_heads, head_dim, round_up(head_dim, kLanes),
            num_heads / num_kv_heads, block_size, round_up(block_size, kLanes), max_blocks,
-           kcs.data(), vcs.data(), float(scale), causal};
+           kcs.data(), vcs.data(), float(scale), causal,
+           kcs[3] == 1 && vcs[3] == 1 && round_up(head_dim, kLanes) == head_dim};
   std::vector<Work> work;
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t q_len = qsl[b + 1] - qsl[b];

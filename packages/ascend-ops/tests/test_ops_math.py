@@ -127,6 +127,34 @@ def test_attention_mixed_batch_vs_naive_loop(backend, dtype, causal):
     torch.testing.assert_close(got.double(), naive_attention(p, scale, causal), **tol)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("head_dim, step", [(32, 1), (32, 2), (24, 1)])
+def test_attention_reads_only_written_slots_of_any_cache_layout(backend, dtype, head_dim, step):
+    """Decode and prefill rows over a cache whose unwritten slots hold NaN (as ``torch.empty``
+    memory may), with head_dim contiguous (``step`` 1: the native float32 kernel reads such a
+    cache in place) or strided (``step`` 2, a view into a wider buffer), and a head_dim that is
+    not a multiple of the kernel's 16 lanes (24)."""
+    q_lens, kv_lens = [1, 1, 6, 2], [7, 21, 6, 18]
+    p = make_paged_problem(q_lens, kv_lens, 6, 2, head_dim, 16, dtype, seed=11, extra_blocks=1)
+    caches = []
+    for name in ("key_cache", "value_cache"):
+        valid = p[name]
+        wide = torch.full((*valid.shape[:-1], head_dim * step), float("nan"), dtype=dtype)
+        view = wide[..., ::step]
+        written = torch.zeros(valid.shape[:2], dtype=torch.bool)
+        for b, kv in enumerate(kv_lens):
+            for j in range(kv):
+                written[p["block_table"][b, j // 16], j % 16] = True
+        view[written] = valid[written]
+        caches.append(view)
+    scale = head_dim ** -0.5
+    got = ascend_ops.fused_infer_attention(p["query"], *caches, p["block_table"],
+                                           p["query_start_loc"], p["seq_lens"], scale, True)
+    assert not got.isnan().any()
+    tol = TOL[dtype] if dtype == torch.float32 else dict(atol=3e-2, rtol=3e-2)
+    torch.testing.assert_close(got.double(), naive_attention(p, scale, True), **tol)
+
+
 def test_attention_bsnd_layout(backend):
     q_lens, kv_lens = [3, 1], [6, 4]
     p = make_paged_problem(q_lens, kv_lens, 4, 4, 16, 4, torch.float32, seed=5)

@@ -16,6 +16,9 @@ CASES = {
                               draft_probs=True, seed=2),
     "random_ngram_topk_topp": dict(counts=[3, 3, 1], vocab=50, temperature=[0.7, 1.0, 0.9],
                                    top_k=[5, 50, 10], top_p=[0.9, 0.8, 1.0], seed=3),
+    # top-k alone (one row keeps the whole vocabulary): in CPU emulation a topk threshold
+    "random_ngram_topk_only": dict(counts=[2, 3, 1], vocab=50, temperature=[0.8, 1.0, 1.2],
+                                   top_k=[5, 50, 1], seed=6),
     "seeded_with_logprobs": dict(counts=[2, 5], vocab=24, temperature=[1.0, 0.0],
                                  draft_probs=True, generators={0: 77}, logprobs=2, seed=4),
     "accepting_drafts": dict(counts=[4, 4], vocab=16, temperature=[1.0, 0.0], draft_probs=True,

@@ -42,7 +42,7 @@ import ascend_ops
 import torch
 from vllm.v1.outputs import SamplerOutput
 from vllm.v1.sample.metadata import SamplingMetadata
-from vllm.v1.sample.ops.topk_topp_sampler import apply_top_k_top_p
+from vllm.v1.sample.ops.topk_topp_sampler import apply_top_k_top_p, apply_top_k_top_p_pytorch
 from vllm.v1.sample.rejection_sampler import (
     GREEDY_TEMPERATURE,
     MAX_SPEC_LEN,
@@ -116,7 +116,14 @@ class AscendRejectionSampler(RejectionSampler):
     def _apply_sampling_constraints(self, logits: torch.Tensor, metadata: SpecDecodeMetadata,
                                     sampling_metadata: SamplingMetadata) -> torch.Tensor:
         """vLLM's ``apply_sampling_constraints``: temperature (greedy rows divided by 1), then
-        top-k/top-p with vLLM's ``apply_top_k_top_p``."""
+        top-k/top-p with vLLM's ``apply_top_k_top_p``.
+
+        In CPU emulation (``ascend_ops.device.kind() == "cpu"``: the device is the host) the mask
+        is taken as on vLLM's CPU platform (``apply_top_k_top_p`` passes ``allow_cpu_sync`` when
+        ``current_platform.is_cpu()``, vllm/v1/sample/ops/topk_topp_sampler.py): top-k alone is
+        a ``topk`` threshold instead of a sort of the whole vocabulary; the same logits are
+        masked. On the NPU (and the simulated NPU) no host read is allowed here, as vLLM's
+        accelerator platforms."""
         if sampling_metadata.all_greedy:
             return logits
         num_tokens = logits.shape[0]
@@ -129,6 +136,8 @@ class AscendRejectionSampler(RejectionSampler):
             top_k = self._expand(sampling_metadata.top_k, metadata, num_tokens)
         if sampling_metadata.top_p is not None:
             top_p = self._expand(sampling_metadata.top_p, metadata, num_tokens)
+        if ascend_ops.device.kind() == "cpu":
+            return apply_top_k_top_p_pytorch(logits, top_k, top_p, allow_cpu_sync=True)
         return apply_top_k_top_p(logits, top_k, top_p)
 
     def _exponential_noise(self, metadata: SpecDecodeMetadata, vocab_size: int,

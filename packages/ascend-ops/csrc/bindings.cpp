@@ -37,6 +37,15 @@ PYBIND11_MODULE(_C, m) {
   m.def("sample_recovered_tokens", &sample_recovered_tokens, nogil);
   m.def("rejection_sample", &rejection_sample, nogil);
   m.def("num_threads", &num_threads, "OpenMP threads the kernels use");
+  m.def("vector_isa", [] {
+#if defined(__AVX512F__)
+    return "avx512";
+#elif defined(__AVX2__)
+    return "avx2";
+#else
+    return "generic";
+#endif
+  }, "the widest x86 vector extension this build was compiled for (-march): avx512, avx2, generic");
   m.attr("openmp") = py::bool_(
 #ifdef ASCEND_OPS_OPENMP
       true

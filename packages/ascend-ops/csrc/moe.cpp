@@ -14,7 +14,7 @@
 // widened with one AVX-512 zero-extend + shift: together they took bf16 from ~17 to ~20 GB/s (w13)
 // and ~12 to ~15 GB/s (w2) at 16 decode tokens on a 2-core EPYC that streams ~30 GB/s; float32
 // was unchanged. Work items are spread over OpenMP threads; each output is summed in a fixed
-// order (16-lane accumulator, then pairwise halves, then the K tail).
+// order (16-lane accumulator, then pairwise halves, then the K tail), whatever the tile size.
 #include <algorithm>
 #include <utility>
 
@@ -54,17 +54,28 @@ inline void dot_tile(const T* x, const T* w, int64_t K, int64_t ldw, float* res,
   }
 }
 
+// Largest register tile (rows x columns, one v16 accumulator each, plus R x and C weight
+// vectors): 4 x 4 fills AVX-512's 32 zmm registers. On AVX2 a v16 takes two of the 16 ymm
+// registers, so 4 x 4 would spill the accumulators to the stack on every k step (moe_bench.py on
+// an AVX2 EPYC: float32 up to 5.5x slower than vLLM's kernel); 2 x 2 is 8 + 4 + 4 = 16 halves.
+#ifdef __AVX512F__
+constexpr int kTileRows = 4, kTileCols = 4;
+#else
+constexpr int kTileRows = 2, kTileCols = 2;
+#endif
+
 // out[r, n] for R rows and columns [n0, n1); out rows are N apart.
 template <typename T, int R>
 inline void row_tile(const T* x, const T* w, int64_t K, int64_t ldw, int64_t n0, int64_t n1,
                      T* out, int64_t N) {
-  float res[R * 4];
+  constexpr int C = kTileCols;
+  float res[R * C];
   int64_t n = n0;
-  for (; n + 4 <= n1; n += 4) {
-    const T* pf = n + 8 <= n1 ? w + (n + 4) * ldw : nullptr;
-    dot_tile<T, R, 4>(x, w + n * ldw, K, ldw, res, pf);
+  for (; n + C <= n1; n += C) {
+    const T* pf = n + 2 * C <= n1 ? w + (n + C) * ldw : nullptr;
+    dot_tile<T, R, C>(x, w + n * ldw, K, ldw, res, pf);
     for (int r = 0; r < R; ++r)
-      for (int c = 0; c < 4; ++c) out[r * N + n + c] = from_float<T>(res[r * 4 + c]);
+      for (int c = 0; c < C; ++c) out[r * N + n + c] = from_float<T>(res[r * C + c]);
   }
   for (; n < n1; ++n) {
     dot_tile<T, R, 1>(x, w + n * ldw, K, ldw, res, nullptr);
@@ -91,7 +102,9 @@ void gmm_nmajor(const T* x, const T* w, T* out, const std::vector<int64_t>& star
     const T* we = w + e * stride_e;
     int64_t m = start[e];
     const int64_t m1 = start[e + 1];
-    for (; m + 4 <= m1; m += 4) row_tile<T, 4>(x + m * K, we, K, stride_n, n0, n1, out + m * N, N);
+    if constexpr (kTileRows >= 4)
+      for (; m + 4 <= m1; m += 4)
+        row_tile<T, 4>(x + m * K, we, K, stride_n, n0, n1, out + m * N, N);
     for (; m + 2 <= m1; m += 2) row_tile<T, 2>(x + m * K, we, K, stride_n, n0, n1, out + m * N, N);
     for (; m < m1; ++m) row_tile<T, 1>(x + m * K, we, K, stride_n, n0, n1, out + m * N, N);
   }

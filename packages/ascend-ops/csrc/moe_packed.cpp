@@ -38,6 +38,15 @@ using namespace simd;
 constexpr int64_t kBlockCols = 32;
 constexpr int64_t kChunk = 16;  // k per partial sum
 constexpr int64_t kAhead = 64;  // software prefetch distance in k (8 KB of float32 weights)
+// Rows per register tile: R rows x 32 columns are 2R v16 accumulators (and as many per-chunk
+// partial sums). 4 rows fit AVX-512's 32 zmm registers; on AVX2 a v16 is two of the 16 ymm
+// registers, so 2 rows keep the accumulators in registers instead of the stack. Each output's sum
+// order does not depend on the tile, so both builds give the same bits.
+#ifdef __AVX512F__
+constexpr int kTileRows = 4;
+#else
+constexpr int kTileRows = 2;
+#endif
 
 inline int64_t padded_k(int64_t k, int dtype) { return dtype == kBF16 ? (k + 1) / 2 * 2 : k; }
 inline int64_t col_blocks(int64_t n) { return (n + kBlockCols - 1) / kBlockCols; }
@@ -72,11 +81,19 @@ inline void chunk_plain(const T* x, int64_t K, const T* p, int64_t k0, int64_t k
 
 // bf16 pair block: lane j of a 32-bit word holds k (low half) and k + 1 (high half) of column j.
 inline void widen_pair(const bf16* p, v16& lo, v16& hi) {
+#ifdef __AVX512F__
   u32x16 u;
   std::memcpy(&u, p, sizeof(u));
   const u32x16 a = u << 16, b = u & 0xffff0000u;
   std::memcpy(&lo, &a, sizeof(lo));
   std::memcpy(&hi, &b, sizeof(hi));
+#else  // simd.h's two-half v16
+  u32x8 u0, u1;
+  std::memcpy(&u0, p, sizeof(u0));
+  std::memcpy(&u1, p + 16, sizeof(u1));
+  lo = {as_f(u0 << 16), as_f(u1 << 16)};
+  hi = {as_f(u0 & 0xffff0000u), as_f(u1 & 0xffff0000u)};
+#endif
 }
 
 template <int R>
@@ -164,8 +181,9 @@ void gmm_packed(const T* x, const T* packed, T* out, const std::vector<int64_t>&
     const int64_t n0 = nb * kBlockCols;
     int64_t m = start[e];
     const int64_t m1 = start[e + 1];
-    for (; m + 4 <= m1; m += 4) block_tile<T, 4>(x + m * K, K, p, out + m * N, N, n0);
-    switch (m1 - m) {
+    for (; m + kTileRows <= m1; m += kTileRows)
+      block_tile<T, kTileRows>(x + m * K, K, p, out + m * N, N, n0);
+    switch (m1 - m) {  // fewer than kTileRows left
       case 3: block_tile<T, 3>(x + m * K, K, p, out + m * N, N, n0); break;
       case 2: block_tile<T, 2>(x + m * K, K, p, out + m * N, N, n0); break;
       case 1: block_tile<T, 1>(x + m * K, K, p, out + m * N, N, n0); break;

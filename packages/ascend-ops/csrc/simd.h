@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Copyright 2026 The vllm-ascend authors
-// 16-lane float vectors (GCC vector extensions) and widening loads shared by the grouped-matmul
-// kernels (moe.cpp, moe_packed.cpp). AVX-512 builds get one-instruction bf16 / fp16 widening;
-// other targets (the x86-64-v3 wheel, aarch64) get the portable forms. Also 8-lane loads, stores
+// 16-lane float vectors and widening loads shared by the grouped-matmul kernels (moe.cpp,
+// moe_packed.cpp): one GCC vector (a zmm register) with one-instruction bf16 / fp16 widening on
+// AVX-512 builds, two 8-lane halves on other targets (the x86-64-v3 wheel, aarch64). Also 8-lane loads, stores
 // and fast_exp for the elementwise kernels (norm_act.cpp): common.h's scalar conversions and
 // fast_exp lane by lane (same integer steps, same polynomial), so results are bit-identical,
 // written without branches so they compile to vector code.
@@ -23,11 +23,8 @@
 namespace ascend_ops {
 namespace simd {
 
-typedef float v16 __attribute__((vector_size(64)));
 typedef float v8 __attribute__((vector_size(32)));
 typedef float v4 __attribute__((vector_size(16)));
-typedef uint16_t u16x16 __attribute__((vector_size(32)));
-typedef uint32_t u32x16 __attribute__((vector_size(64)));
 // 8-lane forms for the elementwise kernels (norm_act.cpp): one AVX2 register, where GCC lowers
 // 16-lane compares and selects lane by lane on targets without AVX-512. Compares are on signed
 // lanes (AVX2 has no unsigned ones); every compared value is below 2^31.
@@ -98,28 +95,22 @@ inline v8 exp8(v8 x) {
   return p * as_f((u32x8)__builtin_convertvector(n, i32x8) + 127u << 23);
 }
 
+#ifdef __AVX512F__
+typedef float v16 __attribute__((vector_size(64)));
+typedef uint32_t u32x16 __attribute__((vector_size(64)));
+
 inline v16 load16(const float* p) {
   v16 v;
   std::memcpy(&v, p, sizeof(v));
   return v;
 }
-inline v16 load16(const bf16* p) {  // bf16 -> float is a 16-bit shift
-#ifdef __AVX512F__
-  // one widening load + one shift (GCC splits the generic form below into 256-bit halves)
+inline v16 load16(const bf16* p) {  // bf16 -> float: one widening load + one 16-bit shift
   const __m512i u = _mm512_slli_epi32(
       _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16);
   return reinterpret_cast<v16>(_mm512_castsi512_ps(u));
-#else
-  u16x16 h;
-  std::memcpy(&h, p, sizeof(h));
-  const u32x16 u = __builtin_convertvector(h, u32x16) << 16;
-  v16 v;
-  std::memcpy(&v, &u, sizeof(v));
-  return v;
-#endif
 }
 inline v16 load16(const f16* p) {
-#if defined(__AVX512F__) && defined(__F16C__)
+#ifdef __F16C__
   const __m512 f = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   return reinterpret_cast<v16>(f);
 #else
@@ -128,13 +119,43 @@ inline v16 load16(const f16* p) {
   return load16(t);
 #endif
 }
+inline v8 low_half(const v16& v) {
+  v8 lo;
+  std::memcpy(&lo, &v, sizeof(lo));
+  return lo;
+}
+inline v8 high_half(const v16& v) {
+  v8 hi;
+  std::memcpy(&hi, reinterpret_cast<const char*>(&v) + sizeof(hi), sizeof(hi));
+  return hi;
+}
+#else
+// Without AVX-512, GCC lowers a 64-byte generic vector kept in an array (the grouped-matmul
+// accumulators) piece by piece through the stack: moe_bench.py on an AVX2 EPYC ran the float32
+// kernels at ~2 GFLOP/s, 1.5-5.5x behind vLLM's. There a v16 is two 8-lane halves held as
+// separate values (registers); lane i is at the same place in memory and each lane sees the same
+// operations in the same order, so the kernels' sums are those of the AVX-512 build.
+struct v16 {
+  v8 lo, hi;
+};
+inline v16 operator+(const v16& a, const v16& b) { return {a.lo + b.lo, a.hi + b.hi}; }
+inline v16 operator*(const v16& a, const v16& b) { return {a.lo * b.lo, a.hi * b.hi}; }
+inline v16 operator*(float s, const v16& a) { return {s * a.lo, s * a.hi}; }
+inline v16& operator+=(v16& a, const v16& b) {
+  a.lo += b.lo;
+  a.hi += b.hi;
+  return a;
+}
+inline v16 load16(const float* p) { return {load8(p), load8(p + 8)}; }
+inline v16 load16(const bf16* p) { return {load8(p), load8(p + 8)}; }
+inline v16 load16(const f16* p) { return {load8(p), load8(p + 8)}; }
+inline v8 low_half(const v16& v) { return v.lo; }
+inline v8 high_half(const v16& v) { return v.hi; }
+#endif
 
 // Sum of the 16 lanes by pairwise halves (a few vector adds instead of 15 serial scalar adds).
 inline float hsum(const v16& v) {
-  v8 lo, hi;
-  std::memcpy(&lo, &v, sizeof(lo));
-  std::memcpy(&hi, reinterpret_cast<const char*>(&v) + sizeof(lo), sizeof(hi));
-  const v8 a = lo + hi;
+  const v8 a = low_half(v) + high_half(v);
   v4 a_lo, a_hi;
   std::memcpy(&a_lo, &a, sizeof(a_lo));
   std::memcpy(&a_hi, reinterpret_cast<const char*>(&a) + sizeof(a_lo), sizeof(a_hi));

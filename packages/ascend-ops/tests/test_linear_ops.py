@@ -88,14 +88,15 @@ def test_npu_branch_on_simulated_npu_is_plain_linear(simulated_npu):
 
 
 def test_float32_every_row_count_runs_the_onednn_pack():
-    """float32 inputs of any row count (single-request decode included) run the oneDNN pack:
-    bitwise what ``mkldnn._linear_pointwise`` gives on the same pack, equal to ``aten.linear`` up
-    to float32 rounding."""
+    """On AVX-512 builds float32 inputs of any row count (single-request decode included) run the
+    oneDNN pack: bitwise what ``mkldnn._linear_pointwise`` gives on the same pack, equal to
+    ``aten.linear`` up to float32 rounding."""
     w = torch.randn(24, 40)
+    if _native_linear.packable(w) != "onednn":
+        pytest.skip(f"this build packs float32 as {_native_linear.packable(w)!r}, not oneDNN")
     with ascend_ops.use_backend("native"):
         handle = ascend_ops.pack_linear_weight(w)
-        if handle < 0:
-            pytest.skip("no oneDNN packing for float32 on this CPU")
+        assert handle >= 0
         packed = torch.ops.mkldnn._reorder_linear_weight(w, None)
         for rows in (1, 2, 8, 13):
             x = torch.randn(rows, 40)
@@ -103,3 +104,41 @@ def test_float32_every_row_count_runs_the_onednn_pack():
             assert torch.equal(y, torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], ""))
             torch.testing.assert_close(y, _oracle(x, w, None), **TOL[torch.float32])
     ascend_ops.release_linear_weight(handle)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_block_pack_serves_decode_rows_and_leaves_prefill_to_aten(dtype, monkeypatch):
+    """On builds without AVX-512 a weight is packed in the grouped-matmul column-block layout:
+    up to ``BLOCK_ROWS`` rows run that kernel (``csrc/moe_packed.cpp``; bitwise the one-group
+    packed grouped matmul of the same weight), larger inputs bitwise ``aten.linear`` on the plain
+    weight; all within rounding of the float64 oracle, bias included."""
+    from ascend_ops import _native_moe
+    from ascend_ops._dispatch import native_module
+
+    g = torch.Generator().manual_seed(3)
+    w = (torch.randn(70, 96, generator=g) / 9).to(dtype)  # N = 70: a partial 32-column block
+    b = torch.randn(70, generator=g).to(dtype)
+    if _native_linear.packable(w) != "blocks":
+        pytest.skip(f"this build packs {dtype} as {_native_linear.packable(w)!r}")
+    mod = native_module()
+    kernel, calls = mod.grouped_matmul_packed, []
+    monkeypatch.setattr(mod, "grouped_matmul_packed", lambda *a: (calls.append(a[4]), kernel(*a)))
+    w_groups = w.t().unsqueeze(0)  # [1, K, N]
+    with ascend_ops.use_backend("native"):
+        handle = ascend_ops.pack_linear_weight(w)
+        gmm_handle = _native_moe.pack(w_groups)
+        for rows in (1, 3, 8, _native_linear.BLOCK_ROWS, _native_linear.BLOCK_ROWS + 1, 40):
+            x = torch.randn(rows, 96, generator=g).to(dtype)
+            calls.clear()
+            y = ascend_ops.linear(x, w, b, handle)
+            if rows <= _native_linear.BLOCK_ROWS:
+                assert calls == [rows]
+            else:
+                assert calls == [] and torch.equal(y, torch.nn.functional.linear(x, w, b))
+            if rows <= min(_native_linear.BLOCK_ROWS, _native_moe.SMALL_GROUP_ROWS[dtype]):
+                # rows that grouped_matmul also sends to the packed kernel
+                gmm = ascend_ops.grouped_matmul(x, w_groups, torch.tensor([rows]), gmm_handle)
+                assert calls == [rows, rows] and torch.equal(y, gmm + b)
+            torch.testing.assert_close(y, _oracle(x, w, b), **TOL[dtype])
+    ascend_ops.release_linear_weight(handle)
+    _native_moe.release(gmm_handle)

@@ -71,6 +71,16 @@ def native_available() -> bool:
     return _load_native() is not None
 
 
+def native_vector_isa() -> str | None:
+    """The x86 vector extension ``ascend_ops._C`` was compiled for ("avx512", "avx2" or
+    "generic", from its ``-march``), or None when it is not built. Kernel layouts that were
+    measured per ISA (``_native_linear``, ``_native_moe``) choose by it."""
+    mod = _load_native()
+    if mod is None:
+        return None
+    return mod.vector_isa() if hasattr(mod, "vector_isa") else "avx512"  # built before the query
+
+
 def native_module():
     """Return the ``ascend_ops._C`` module; RuntimeError saying how to build it when absent."""
     mod = _load_native()

@@ -112,13 +112,18 @@ def reshape_and_cache(key, value, key_cache, value_cache, slot_mapping):
     )
 
 
-def fused_infer_attention(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, scale, causal):
+def fused_infer_attention(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, scale, causal,
+                          out=None):
+    """``out``: a contiguous tensor of query's shape and dtype, not sharing query's storage, to
+    write into (otherwise a new one is returned)."""
     c = native_module()
     q = query.contiguous()
     bt = _as(block_table, torch.int32)
     qsl = _as(query_start_loc, torch.int32)
     lens = _as(seq_lens, torch.int32)
-    out = torch.empty_like(q)
+    if (out is None or not out.is_contiguous()
+            or out.untyped_storage().data_ptr() == q.untyped_storage().data_ptr()):
+        out = torch.empty_like(q)
     c.paged_attention(
         q.data_ptr(), key_cache.data_ptr(), value_cache.data_ptr(), bt.data_ptr(),
         qsl.data_ptr(), lens.data_ptr(), out.data_ptr(),

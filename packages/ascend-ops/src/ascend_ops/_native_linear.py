@@ -128,7 +128,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, han
     entry = _registry.get(handle)
     if entry is None:
         return torch.nn.functional.linear(x, weight, bias)
-    x2 = x.reshape(-1, x.shape[-1])
+    x2 = x if x.dim() == 2 else x.reshape(-1, x.shape[-1])
     if entry.kind == "blocks" and not 0 < x2.shape[0] <= BLOCK_ROWS:
         return torch.nn.functional.linear(x, weight, bias)  # prefill-sized: the plain weight
     if entry.version != weight._version or entry.data_ptr != weight.data_ptr():
@@ -140,4 +140,4 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, han
         out = _blocks_linear(x2, entry, weight.shape[0], bias)
     else:
         out = torch.ops.mkldnn._linear_pointwise(x2, entry.packed, bias, "none", [], "")
-    return out.view(*x.shape[:-1], weight.shape[0])
+    return out if x.dim() == 2 else out.view(*x.shape[:-1], weight.shape[0])

@@ -91,7 +91,10 @@ def _read_cache(backend, query, key_cache, value_cache, block_table, seq_lens, k
     )
 
 
-def _tnd(backend, query, key_cache, value_cache, block_table, qsl, seq_lens, scale, causal, ends, kv_lens):
+def _tnd(backend, query, key_cache, value_cache, block_table, qsl, seq_lens, scale, causal, ends, kv_lens,
+         out=None):
+    """TND attention; the native branch writes into ``out`` when given (contiguous), the others
+    return a new tensor (so callers copy unless the result ``is`` their ``out``)."""
     if backend == "npu":
         ends, kv_lens = _host_lengths(qsl, seq_lens, ends, kv_lens)
         _checks.attention_lengths(query, key_cache, block_table, seq_lens.shape[0], ends, kv_lens)
@@ -104,7 +107,7 @@ def _tnd(backend, query, key_cache, value_cache, block_table, qsl, seq_lens, sca
                                              kv_lens)
     if backend == "native":
         return _native.fused_infer_attention(
-            query, key_cache, value_cache, block_table, qsl, seq_lens, scale, causal
+            query, key_cache, value_cache, block_table, qsl, seq_lens, scale, causal, out
         )
     _checks.attention_values(query, key_cache, block_table, qsl, seq_lens, "TND")
     return reference.fused_infer_attention(
@@ -192,8 +195,10 @@ def _attention_out_impl(
             out, softmax_lse, workspace,
         )
         return
-    out.copy_(_tnd(backend, query, key_cache, value_cache, block_table, query_start_loc, seq_lens,
-                   scale, causal, actual_seq_lengths, actual_seq_lengths_kv))
+    result = _tnd(backend, query, key_cache, value_cache, block_table, query_start_loc, seq_lens,
+                  scale, causal, actual_seq_lengths, actual_seq_lengths_kv, out)
+    if result is not out:
+        out.copy_(result)
 
 
 _attention_out_op = torch.library.custom_op(

@@ -76,7 +76,8 @@ def kernel_backends(device_type: str = "cpu") -> list[FamilyBackend]:
         elif not has_native:
             backend, reason = "reference", "no compiled CPU kernel for this family: pure-torch reference"
         elif _dispatch.native_available():
-            backend, reason = "native", "CPU tensors: compiled kernels (ascend_ops._C)"
+            backend, reason = "native", ("CPU tensors: compiled kernels (ascend_ops._C, "
+                                         f"{_dispatch.native_vector_isa()} build)")
         else:
             backend, reason = None, native_problem() or ""
         out.append(FamilyBackend(family, backend, reason))

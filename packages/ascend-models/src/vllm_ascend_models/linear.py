@@ -123,9 +123,23 @@ def _replacement(base: Any, plain: type, packed: Any) -> type:
     return type(f"Ascend{base.__name__}", (base,), {"__init__": __init__, "__module__": __name__})
 
 
+def _gate_linear() -> tuple[type, ...]:
+    """vLLM's MoE router ``GateLinear`` (``vllm/model_executor/layers/fused_moe/router/
+    gate_linear.py``, PluggableLayer ``gate_linear``): a ``ReplicatedLinear`` subclass defined in
+    vLLM's source, so the ``ReplicatedLinear`` slot does not reach it. Off CUDA/ROCm its forward
+    ends in ``ReplicatedLinear.forward`` (``quant_method.apply``), so the same packed method
+    serves it; vLLM's CPU platform packs it too (``dispatch_cpu_unquantized_gemm``). Empty when
+    the class is not in this vLLM (it is an optimisation only)."""
+    try:
+        from vllm.model_executor.layers.fused_moe.router.gate_linear import GateLinear
+    except ImportError:
+        return ()
+    return (GateLinear,)
+
+
 #: (vLLM class, our OOT replacement) for the dense linear layers
 LINEAR_REPLACEMENTS: tuple[tuple[type, type], ...] = tuple(
     (base, _replacement(base, UnquantizedLinearMethod, PackedLinearMethod))
     for base in (ReplicatedLinear, ColumnParallelLinear, MergedColumnParallelLinear,
-                 QKVParallelLinear, RowParallelLinear)
+                 QKVParallelLinear, RowParallelLinear, *_gate_linear())
 ) + ((ParallelLMHead, _replacement(ParallelLMHead, UnquantizedEmbeddingMethod, PackedLMHeadMethod)),)

@@ -44,7 +44,7 @@ from ascend_ops._native import DTYPE_CODES
 from ascend_ops._pack_registry import PackRegistry
 
 #: Most rows a ``"blocks"`` pack serves; above it ``aten.linear`` runs on the plain weight (the
-#: kernel tiles 2-4 rows per pass over a block, so it is a decode kernel, level with oneDNN at 16).
+#: kernel tiles up to 4 rows per pass over a block, so it is a decode kernel, level with oneDNN at 16).
 BLOCK_ROWS = 16
 
 

@@ -44,6 +44,9 @@ constexpr int64_t kAhead = 64;  // software prefetch distance in k (8 KB of floa
 // experts: 4 rows per expert of a 576 x 3072 weight 3.4-3.6 ms against 4.9-5.3 ms with 2-row
 // tiles, 8 rows 0.2-1.9 ms faster, 1 row within 10 %; an AVX2 EPYC).
 constexpr int kTileRows = 4;
+// Column blocks one work item reads side by side for its last one or two rows (two weight
+// streams per thread instead of one; the hardware prefetcher then keeps more lines in flight).
+constexpr int64_t kPairedBlocks = 2;  // gmm_packed pairs block nb with nb + 1
 
 inline int64_t padded_k(int64_t k, int dtype) { return dtype == kBF16 ? (k + 1) / 2 * 2 : k; }
 inline int64_t col_blocks(int64_t n) { return (n + kBlockCols - 1) / kBlockCols; }
@@ -61,17 +64,21 @@ void pack_block(const T* w, T* p, int64_t K, int64_t Kp, int64_t N, int64_t nb, 
     }
 }
 
-// Accumulate R rows x 32 columns over k in [k0, k1) of a float32 / float16 block.
-template <typename T, int R>
-inline void chunk_plain(const T* x, int64_t K, const T* p, int64_t k0, int64_t k1, v16 (&acc)[R][2]) {
+// Accumulate R rows x 32 columns over k in [k0, k1) of NB float32 / float16 blocks read side by
+// side (acc[r][2 * b + h]: block b, half h).
+template <typename T, int R, int NB>
+inline void chunk_plain(const T* x, int64_t K, const T* const (&p)[NB], int64_t k0, int64_t k1,
+                        v16 (&acc)[R][2 * NB]) {
   for (int64_t k = k0; k < k1; ++k) {
-    __builtin_prefetch(p + (k + kAhead) * kBlockCols, 0, 1);
-    __builtin_prefetch(p + (k + kAhead) * kBlockCols + 16, 0, 1);
-    const v16 w0 = load16(p + k * kBlockCols), w1 = load16(p + k * kBlockCols + 16);
-    for (int r = 0; r < R; ++r) {
-      const float xs = to_float(x[r * K + k]);
-      acc[r][0] += xs * w0;
-      acc[r][1] += xs * w1;
+    for (int b = 0; b < NB; ++b) {
+      __builtin_prefetch(p[b] + (k + kAhead) * kBlockCols, 0, 1);
+      __builtin_prefetch(p[b] + (k + kAhead) * kBlockCols + 16, 0, 1);
+      const v16 w0 = load16(p[b] + k * kBlockCols), w1 = load16(p[b] + k * kBlockCols + 16);
+      for (int r = 0; r < R; ++r) {
+        const float xs = to_float(x[r * K + k]);
+        acc[r][2 * b] += xs * w0;
+        acc[r][2 * b + 1] += xs * w1;
+      }
     }
   }
 }
@@ -93,71 +100,97 @@ inline void widen_pair(const bf16* p, v16& lo, v16& hi) {
 #endif
 }
 
-template <int R>
-inline void chunk_pairs(const bf16* x, int64_t K, const bf16* p, int64_t k0, int64_t k1,
-                        v16 (&acc)[R][2]) {
+template <int R, int NB>
+inline void chunk_pairs(const bf16* x, int64_t K, const bf16* const (&p)[NB], int64_t k0, int64_t k1,
+                        v16 (&acc)[R][2 * NB]) {
   // k0 is even; pairs [k, k + 1) with k + 1 < K run two k at once, an odd K's last k alone.
   int64_t k = k0;
   for (; k + 1 < k1; k += 2) {
-    const bf16* pk = p + k * kBlockCols;  // (k / 2) * 2 * 32
-    __builtin_prefetch(pk + 2 * kAhead * kBlockCols, 0, 1);
-    __builtin_prefetch(pk + 2 * kAhead * kBlockCols + 32, 0, 1);
+    for (int b = 0; b < NB; ++b) {
+      const bf16* pk = p[b] + k * kBlockCols;  // (k / 2) * 2 * 32
+      __builtin_prefetch(pk + 2 * kAhead * kBlockCols, 0, 1);
+      __builtin_prefetch(pk + 2 * kAhead * kBlockCols + 32, 0, 1);
 #ifdef __AVX512BF16__
-    const __m512bh wa = (__m512bh)_mm512_loadu_si512(pk);
-    const __m512bh wb = (__m512bh)_mm512_loadu_si512(pk + 32);
-    for (int r = 0; r < R; ++r) {
-      uint32_t pair;
-      std::memcpy(&pair, x + r * K + k, sizeof(pair));
-      const __m512bh xb = (__m512bh)_mm512_set1_epi32(int(pair));
-      acc[r][0] = (v16)_mm512_dpbf16_ps((__m512)acc[r][0], xb, wa);
-      acc[r][1] = (v16)_mm512_dpbf16_ps((__m512)acc[r][1], xb, wb);
-    }
+      const __m512bh wa = (__m512bh)_mm512_loadu_si512(pk);
+      const __m512bh wb = (__m512bh)_mm512_loadu_si512(pk + 32);
+      for (int r = 0; r < R; ++r) {
+        uint32_t pair;
+        std::memcpy(&pair, x + r * K + k, sizeof(pair));
+        const __m512bh xb = (__m512bh)_mm512_set1_epi32(int(pair));
+        acc[r][2 * b] = (v16)_mm512_dpbf16_ps((__m512)acc[r][2 * b], xb, wa);
+        acc[r][2 * b + 1] = (v16)_mm512_dpbf16_ps((__m512)acc[r][2 * b + 1], xb, wb);
+      }
 #else
-    v16 a_lo, a_hi, b_lo, b_hi;
-    widen_pair(pk, a_lo, a_hi);
-    widen_pair(pk + 32, b_lo, b_hi);
-    for (int r = 0; r < R; ++r) {
-      const float x0 = to_float(x[r * K + k]), x1 = to_float(x[r * K + k + 1]);
-      acc[r][0] += x0 * a_lo + x1 * a_hi;
-      acc[r][1] += x0 * b_lo + x1 * b_hi;
-    }
+      v16 a_lo, a_hi, b_lo, b_hi;
+      widen_pair(pk, a_lo, a_hi);
+      widen_pair(pk + 32, b_lo, b_hi);
+      for (int r = 0; r < R; ++r) {
+        const float x0 = to_float(x[r * K + k]), x1 = to_float(x[r * K + k + 1]);
+        acc[r][2 * b] += x0 * a_lo + x1 * a_hi;
+        acc[r][2 * b + 1] += x0 * b_lo + x1 * b_hi;
+      }
 #endif
+    }
   }
   if (k < k1) {  // K odd: the pair's second half is the zero padding
-    v16 a_lo, a_hi, b_lo, b_hi;
-    widen_pair(p + k * kBlockCols, a_lo, a_hi);
-    widen_pair(p + k * kBlockCols + 32, b_lo, b_hi);
-    for (int r = 0; r < R; ++r) {
-      const float x0 = to_float(x[r * K + k]);
-      acc[r][0] += x0 * a_lo;
-      acc[r][1] += x0 * b_lo;
+    for (int b = 0; b < NB; ++b) {
+      v16 a_lo, a_hi, b_lo, b_hi;
+      widen_pair(p[b] + k * kBlockCols, a_lo, a_hi);
+      widen_pair(p[b] + k * kBlockCols + 32, b_lo, b_hi);
+      for (int r = 0; r < R; ++r) {
+        const float x0 = to_float(x[r * K + k]);
+        acc[r][2 * b] += x0 * a_lo;
+        acc[r][2 * b + 1] += x0 * b_lo;
+      }
     }
   }
 }
 
-// out[r][n0 + j] for R rows of x (K apart) against one column block; out rows are N apart.
-template <typename T, int R>
-void block_tile(const T* x, int64_t K, const T* p, T* out, int64_t N, int64_t n0) {
-  v16 tot[R][2] = {};
+// out[r][n0[b] + j] for R rows of x (K apart) against NB column blocks p[b] read side by side;
+// out rows are N apart. Each output's sum runs in the same order whatever R and NB are.
+template <typename T, int R, int NB>
+void block_tile(const T* x, int64_t K, const T* const (&p)[NB], T* out, int64_t N,
+                const int64_t (&n0)[NB]) {
+  v16 tot[R][2 * NB] = {};
   for (int64_t k0 = 0; k0 < K; k0 += kChunk) {
-    v16 acc[R][2] = {};
+    v16 acc[R][2 * NB] = {};
     const int64_t k1 = std::min(K, k0 + kChunk);
     if constexpr (std::is_same_v<T, bf16>)
-      chunk_pairs<R>(x, K, p, k0, k1, acc);
+      chunk_pairs<R, NB>(x, K, p, k0, k1, acc);
     else
-      chunk_plain<T, R>(x, K, p, k0, k1, acc);
+      chunk_plain<T, R, NB>(x, K, p, k0, k1, acc);
+    for (int r = 0; r < R; ++r)
+      for (int h = 0; h < 2 * NB; ++h) tot[r][h] += acc[r][h];
+  }
+  for (int b = 0; b < NB; ++b) {
+    const int64_t cols = std::min(kBlockCols, N - n0[b]);
     for (int r = 0; r < R; ++r) {
-      tot[r][0] += acc[r][0];
-      tot[r][1] += acc[r][1];
+      float res[kBlockCols];
+      std::memcpy(res, &tot[r][2 * b], sizeof(v16));
+      std::memcpy(res + 16, &tot[r][2 * b + 1], sizeof(v16));
+      for (int64_t j = 0; j < cols; ++j) out[r * N + n0[b] + j] = from_float<T>(res[j]);
     }
   }
-  const int64_t cols = std::min(kBlockCols, N - n0);
-  for (int r = 0; r < R; ++r) {
-    float res[kBlockCols];
-    std::memcpy(res, &tot[r][0], sizeof(v16));
-    std::memcpy(res + 16, &tot[r][1], sizeof(v16));
-    for (int64_t j = 0; j < cols; ++j) out[r * N + n0 + j] = from_float<T>(res[j]);
+}
+
+// Rows [m, m1) of one expert against NB column blocks: full kTileRows tiles one block at a time
+// (their accumulators fill the registers), the last one or two rows against the NB blocks side by
+// side (NB weight streams in flight: decode's one row per expert reads memory faster so, see
+// kPairedBlocks), three rows one block at a time.
+template <typename T, int NB>
+void expert_rows(const T* x, int64_t K, const T* const (&p)[NB], T* out, int64_t N,
+                 const int64_t (&n0)[NB], int64_t m, int64_t m1) {
+  for (int b = 0; b < NB; ++b) {
+    const T* const pb[1] = {p[b]};
+    const int64_t nb0[1] = {n0[b]};
+    int64_t r = m;
+    for (; r + kTileRows <= m1; r += kTileRows)
+      block_tile<T, kTileRows, 1>(x + r * K, K, pb, out + r * N, N, nb0);
+    if (m1 - r == 3) block_tile<T, 3, 1>(x + r * K, K, pb, out + r * N, N, nb0);
   }
+  const int64_t left = (m1 - m) % kTileRows, r = m1 - left;
+  if (left == 2) block_tile<T, 2, NB>(x + r * K, K, p, out + r * N, N, n0);
+  if (left == 1) block_tile<T, 1, NB>(x + r * K, K, p, out + r * N, N, n0);
 }
 
 template <typename T>
@@ -165,26 +198,24 @@ void gmm_packed(const T* x, const T* packed, T* out, const std::vector<int64_t>&
                 int64_t K, int64_t Kp, int64_t N) {
   const int64_t experts = int64_t(start.size()) - 1, blocks = col_blocks(N);
   const int64_t block_elems = Kp * kBlockCols;
-  std::vector<std::pair<int64_t, int64_t>> items;  // (expert, column block)
+  std::vector<std::pair<int64_t, int64_t>> items;  // (expert, first of kPairedBlocks blocks)
   for (int64_t e = 0; e < experts; ++e)
     if (start[e + 1] > start[e])
-      for (int64_t nb = 0; nb < blocks; ++nb) items.emplace_back(e, nb);
+      for (int64_t nb = 0; nb < blocks; nb += kPairedBlocks) items.emplace_back(e, nb);
   const int64_t n_items = int64_t(items.size());
   const bool par = n_items > 1 && start[experts] * N * K >= (int64_t(1) << 18);
 #pragma omp parallel for schedule(dynamic, 1) if (par)
   for (int64_t it = 0; it < n_items; ++it) {
     const int64_t e = items[it].first, nb = items[it].second;
     const T* p = packed + (e * blocks + nb) * block_elems;
-    const int64_t n0 = nb * kBlockCols;
-    int64_t m = start[e];
-    const int64_t m1 = start[e + 1];
-    for (; m + kTileRows <= m1; m += kTileRows)
-      block_tile<T, kTileRows>(x + m * K, K, p, out + m * N, N, n0);
-    switch (m1 - m) {  // fewer than kTileRows left
-      case 3: block_tile<T, 3>(x + m * K, K, p, out + m * N, N, n0); break;
-      case 2: block_tile<T, 2>(x + m * K, K, p, out + m * N, N, n0); break;
-      case 1: block_tile<T, 1>(x + m * K, K, p, out + m * N, N, n0); break;
-      default: break;
+    if (nb + 1 < blocks) {
+      const T* const pp[2] = {p, p + block_elems};
+      const int64_t n0[2] = {nb * kBlockCols, (nb + 1) * kBlockCols};
+      expert_rows<T, 2>(x, K, pp, out, N, n0, start[e], start[e + 1]);
+    } else {
+      const T* const pp[1] = {p};
+      const int64_t n0[1] = {nb * kBlockCols};
+      expert_rows<T, 1>(x, K, pp, out, N, n0, start[e], start[e + 1]);
     }
   }
   const T zero = from_float<T>(0.f);

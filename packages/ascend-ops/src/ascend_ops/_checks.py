@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 FLOAT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
@@ -77,7 +79,7 @@ def rotary(positions, query, key, head_size, cos_sin_cache) -> None:
     if head_size <= 0:
         raise ValueError(f"head_size must be positive, got {head_size}")
     for name, x in (("query", query), ("key", key)):
-        if x.dim() < 2 or x.shape[0] != t or x[0].numel() % head_size:
+        if x.dim() < 2 or x.shape[0] != t or math.prod(x.shape[1:]) % head_size:
             raise ValueError(
                 f"{name} shape {tuple(x.shape)} must be [T, H*head_size] (T={t}, head_size={head_size})"
             )

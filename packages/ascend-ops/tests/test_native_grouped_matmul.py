@@ -117,6 +117,24 @@ def test_packed_kernel_matches_oracle(packed_calls, dtype, experts, k, n, counts
         assert not got[-extra:].any(), "rows past the groups must be zero"
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_packed_rows_do_not_depend_on_their_tile(packed_calls, dtype):
+    """A row's output is bit-identical whichever tile computes it: 1 to 8 rows in its expert (the
+    paired-block 1- and 2-row tiles, 3- and 4-row tiles; 8 rows per expert is bf16's packed
+    limit), 3 column blocks (a pair and a single)."""
+    x, weight, _ = _problem(1, 1024, 70, [8], 0, dtype)
+    handle = _native_moe.pack(weight)
+    try:
+        with ascend_ops.use_backend("native"):
+            outs = [ascend_ops.grouped_matmul(x[:rows], weight, torch.tensor([rows]), handle)
+                    for rows in range(1, 9)]
+    finally:
+        ascend_ops.release_grouped_matmul_weight(handle)
+    assert len(packed_calls) == 8
+    for rows, out in enumerate(outs, start=1):
+        assert torch.equal(out, outs[-1][:rows]), f"{rows} rows differ from the 8-row result"
+
+
 def test_pack_follows_in_place_writes_and_refuses_another_weight(packed_calls):
     x, weight, counts = _problem(3, 40, 33, [2, 1, 3], 0, torch.bfloat16)
     with ascend_ops.use_backend("native"):

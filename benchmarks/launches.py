@@ -38,7 +38,8 @@ kernel (``BlockTable.compute_slot_mapping``; Triton on GPU/NPU, host torch or vL
 here) and the sampler (greedy argmax) -- shown apart and subtracted in the "-kernels"
 columns, since on an accelerator they are device work, not host time. Each case runs its platform's
 default scheduling (vLLM's CPU
-platform turns async scheduling off; ours keeps vLLM's default, on).
+platform turns async scheduling off, and so does ours in CPU emulation unless asked; on the
+NPU and the simulated NPU ours keeps vLLM's default, on).
 
     python benchmarks/launches.py [--batch 4] [--tokens 32] [--rounds 5]
 """

@@ -68,7 +68,9 @@ def _check_counters(counters: dict[str, float]) -> None:
 @pytest.mark.parametrize("method", ["eagle", "eagle3"])
 def test_greedy_equals_no_speculation(method, model_path, no_spec, tmp_path):
     draft = save_draft(method, tmp_path / method, model_path)
-    llm = make_llm(model_path, max_model_len=512, disable_log_stats=False,
+    # async scheduling asked for: vLLM's default on the NPU, off by default in CPU emulation
+    # (config_defaults.emulation_engine_defaults); the drafter's async path is the one proven here
+    llm = make_llm(model_path, max_model_len=512, disable_log_stats=False, async_scheduling=True,
                    speculative_config={"method": method, "model": draft,
                                        "num_speculative_tokens": K})
     try:

@@ -85,3 +85,19 @@ def test_cli_async_scheduling_default(emulate, monkeypatch):
     default = parser.parse_args(["--model", "m"]).async_scheduling
     assert default is (False if emulate == "1" else None)
     assert parser.parse_args(["--model", "m", "--async-scheduling"]).async_scheduling is True
+
+
+@pytest.mark.parametrize("emulate", ["1", "0"])
+@pytest.mark.parametrize("asked", [None, True, False])
+def test_engine_args_async_scheduling_default(emulate, asked, monkeypatch):
+    """Every front end (``LLM(...)`` has no parser): in emulation an unset ``async_scheduling``
+    becomes off before ``create_engine_config`` builds the config; an explicit value is kept,
+    and outside emulation nothing changes."""
+    from types import SimpleNamespace
+
+    from vllm_ascend_platform.config_defaults import emulation_engine_defaults
+
+    monkeypatch.setenv("VLLM_ASCEND_EMULATE", emulate)
+    args = SimpleNamespace(async_scheduling=asked)
+    emulation_engine_defaults(args)
+    assert args.async_scheduling is (False if asked is None and emulate == "1" else asked)

@@ -67,6 +67,19 @@ def test_wrapper_runs_our_check_first_only_on_ascend(monkeypatch):
         _engine_args(enable_eplb=True).create_engine_config()
 
 
+def test_wrapper_applies_the_emulation_engine_defaults_before_vllm(monkeypatch):
+    """The wrapper hands vLLM's ``create_engine_config`` (a recorder here) EngineArgs whose
+    unset ``async_scheduling`` emulation turned off."""
+    seen = []
+    wrapper = G.wrap_create_engine_config(lambda self, *a, **k: seen.append(self.async_scheduling))
+    monkeypatch.setattr(G, "_ascend_is_current", lambda: True)
+    monkeypatch.setenv("VLLM_ASCEND_EMULATE", "1")
+    args = _engine_args()
+    assert args.async_scheduling is None
+    wrapper(args)
+    assert seen == [False]
+
+
 def _kernel_cfg(**lists):
     from vllm.config.kernel import IrOpPriorityConfig
 

@@ -144,6 +144,19 @@ def emulation_cli_defaults(parser: Any) -> None:
     parser.set_defaults(async_scheduling=False)
 
 
+def emulation_engine_defaults(engine_args: Any) -> None:
+    """CPU emulation, every front end (``LLM(...)`` too, which has no parser): an
+    ``async_scheduling`` left unset (None, which ``VllmConfig`` would resolve to on) becomes off,
+    as :func:`emulation_cli_defaults` makes it on the command line; an explicit True is kept.
+    With the engine core in its own process (vLLM's default), async scheduling on 2 cores made
+    each SmolLM2 decode step ~10% slower (58-61 against 67-68 ms at batch 1; its output thread
+    competes with the kernels' threads); in one process it made no difference. Runs from
+    ``EngineArgs.create_engine_config`` (the ``early-option-refusals`` wrapper, option_guards.py),
+    the last point where "unset" and "asked for" still differ."""
+    if envs.emulate() and getattr(engine_args, "async_scheduling", False) is None:
+        engine_args.async_scheduling = False
+
+
 def _eager_when_no_graphs(vllm_config: VllmConfig) -> None:
     """The one eager setting: no compilation, no graph capture.
 

@@ -62,23 +62,31 @@ def _ascend_is_current() -> bool:
 
 # patch: early-option-refusals (declared in vllm_ascend_platform.patches; docs/architecture.md)
 def refuse_before_vllm() -> None:
-    """Wrap ``EngineArgs.create_engine_config`` so :func:`check_engine_args` runs first on the
-    Ascend platform (other platforms: unchanged). Idempotent."""
+    """Wrap ``EngineArgs.create_engine_config`` (:func:`wrap_create_engine_config`). Idempotent."""
     from vllm.engine.arg_utils import EngineArgs
 
     original = EngineArgs.create_engine_config
     if getattr(original, "__ascend_early_check__", False):
         return
+    EngineArgs.create_engine_config = wrap_create_engine_config(original)  # type: ignore[method-assign]
+
+
+def wrap_create_engine_config(original: Any) -> Any:
+    """``original`` (vLLM's ``EngineArgs.create_engine_config``) preceded, on the Ascend platform,
+    by :func:`check_engine_args` and ``config_defaults.emulation_engine_defaults`` (other
+    platforms: unchanged)."""
+    from vllm_ascend_platform.config_defaults import emulation_engine_defaults
 
     def create_engine_config(self: Any, *args: Any, **kwargs: Any) -> Any:
         if _ascend_is_current():
             check_engine_args(self)
+            emulation_engine_defaults(self)
         return original(self, *args, **kwargs)
 
     create_engine_config.__ascend_early_check__ = True  # type: ignore[attr-defined]
     create_engine_config.__wrapped__ = original  # type: ignore[attr-defined]
     create_engine_config.__doc__ = original.__doc__
-    EngineArgs.create_engine_config = create_engine_config  # type: ignore[method-assign]
+    return create_engine_config
 
 
 # ---- IR-op providers -----------------------------------------------------------------------

@@ -209,10 +209,6 @@ def e2e(session: nox.Session) -> None:
     targets = [] if has_path else [str(ROOT / "tests" / "e2e")]
     # the simulated-NPU e2e tests run (once) in npu_coverage, which also collects their call sites
     skip_sim = [] if has_path else ["--ignore-glob", str(ROOT / "tests" / "e2e" / SIM_E2E_GLOB)]
-    if not has_path:
-        # platform tests that need the meta-package's entry points (skipped in its own session)
-        session.run(str(VENV_PY), "-m", "pytest", str(ROOT / "packages" / "ascend-platform" / "tests"),
-                    "-m", "requires_meta", "-p", "no:cacheprovider", "-q", env=env, external=True)
     # The full run (no arguments) is split into E2E_PARTS pytest processes over the test files,
     # dealt by recorded duration (tests/e2e/durations.json; longest part first): each process
     # keeps what its engines leave behind (>8 GiB RSS over all of tests/e2e, on a 24 GiB box); a
@@ -235,14 +231,20 @@ def e2e(session: nox.Session) -> None:
     # caches every part reads (the converted SmolLM2) are made once, before the parts race for them
     session.run(str(VENV_PY), "-c", "from vllm_ascend import demo_model; demo_model.prepare()",
                 env=env, external=True)
-    _pytest_parts(session, "e2e", parts, pytest_args, env, ROOT / ".nox" / "e2e-parts")
+    # platform tests that need the meta-package's entry points (skipped in its own session): one
+    # more, short command in the same pool, last, where it fills the other lane's tail
+    meta_tests = [str(VENV_PY), "-m", "pytest", str(ROOT / "packages" / "ascend-platform" / "tests"),
+                  "-m", "requires_meta", "-p", "no:cacheprovider", "-q"]
+    _pytest_parts(session, "e2e", parts, pytest_args, env, ROOT / ".nox" / "e2e-parts",
+                  extra=[meta_tests])
 
 
 def _pytest_parts(session: nox.Session, label: str, parts: list[list[str]], pytest_args: list[str],
-                  env: dict, logs: Path) -> None:
+                  env: dict, logs: Path, extra: list[list[str]] = ()) -> None:
     """Run each part (a list of test files) as its own pytest process, VLLM_ASCEND_E2E_JOBS of
     them at once (default 2), each with its log and JUnit report (``logs/part-N.*``; the
-    reports feed ``scripts/parallel_parts.py --update``). Every part runs; failures at the end."""
+    reports feed ``scripts/parallel_parts.py --update``), then the ``extra`` commands (no
+    report) in the same pool. Every part runs; failures at the end."""
     for stale in logs.glob("part-*.xml"):  # a report per part of this run only
         stale.unlink()
     jobs = jobs_from_env("VLLM_ASCEND_E2E_JOBS", 2)
@@ -251,12 +253,12 @@ def _pytest_parts(session: nox.Session, label: str, parts: list[list[str]], pyte
     # set): two parts of two OpenMP threads each on two cores made every parallel region wait for
     # a descheduled thread (one file measured 117 s -> 103 s, two copies at once, with 1 thread).
     full_env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // jobs)))
-    codes = run_parts([[str(VENV_PY), "-m", "pytest", *part, *pytest_args,
-                        f"--junitxml={logs / f'part-{n}.xml'}"] for n, part in enumerate(parts, 1)],
-                      logs, full_env, jobs)
+    commands = [[str(VENV_PY), "-m", "pytest", *part, *pytest_args,
+                 f"--junitxml={logs / f'part-{n}.xml'}"] for n, part in enumerate(parts, 1)]
+    codes = run_parts(commands + [list(c) for c in extra], logs, full_env, jobs)
     failed = [n for n, rc in enumerate(codes, 1) if rc != 0]
     if failed:
-        session.error(f"{label} part(s) {failed} of {len(parts)} failed (see their logs above)")
+        session.error(f"{label} part(s) {failed} of {len(codes)} failed (see their logs above)")
 
 
 E2E_PARTS = 6

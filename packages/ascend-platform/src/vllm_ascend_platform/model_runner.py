@@ -202,6 +202,17 @@ class NPUModelRunner(GPUModelRunner):
             kv_bytes = sum(int(t.size) for t in kv_cache_config.kv_cache_tensors)
             self._device_holding.hold("kv_cache", kv_bytes)
 
+    def initialize_kv_cache_tensors(self, kv_cache_config: Any, kernel_block_sizes: list[int],
+                                    kv_cache_allocation_context: Any = None) -> dict[str, torch.Tensor]:
+        """vLLM's KV-cache allocation; a KV cache in host memory (CPU emulation, simulated NPU)
+        is zeroed without touching its pages (host_memory.py)."""
+        if self.device.type == "cpu":
+            from vllm_ascend_platform.host_memory import kv_cache_allocation
+
+            kv_cache_allocation_context = kv_cache_allocation(kv_cache_allocation_context)
+        return super().initialize_kv_cache_tensors(
+            kv_cache_config, kernel_block_sizes, kv_cache_allocation_context=kv_cache_allocation_context)
+
     def _load_drafter(self) -> nn.Module | None:
         """Speculative decoding: load the draft model and, for EAGLE-3, switch on the target's
         auxiliary hidden-state outputs, as ``GPUModelRunner.load_model`` does

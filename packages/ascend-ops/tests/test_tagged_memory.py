@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 from ascend_ops import device
+from ascend_ops.device import tagged_memory
 from ascend_ops.device.tagged_memory import TaggedMemory
 
 
@@ -68,3 +69,27 @@ def test_simulated_npu_accounts_released_bytes(simulated_npu):
     mem.restore("kv_cache")
     assert device.mem_get_info()[0] == free0
     simulator.account_free(w.numel() * 2 + kv.numel() * 2)
+
+
+def test_cpu_emulation_free_memory_grows_on_release():
+    """vLLM's ``Worker.sleep`` asserts that free device memory did not shrink while sleeping:
+    in CPU emulation, storages under glibc's mmap threshold (heap blocks) must go back to the OS
+    on release, and the host copies of offloaded tensors must not count as device memory."""
+    mem = tagged_memory.reset_default_pool()  # mem_get_info leaves out this process's pool
+    gen = torch.Generator().manual_seed(0)
+    weights = [torch.randn(64 << 10, generator=gen) for _ in range(64)]  # 64 x 256 KiB
+    kv = [torch.ones(64 << 10) for _ in range(64)]
+    nbytes = sum(t.nbytes for t in weights)
+    mem.register("weights", weights)
+    mem.register("kv_cache", kv)
+    free0, _ = device.mem_get_info()
+    assert mem.offload("weights") == nbytes
+    assert mem.host_bytes() == nbytes
+    free1, _ = device.mem_get_info()
+    assert free1 - free0 >= nbytes // 2, (free0, free1)
+    assert mem.discard("kv_cache") == nbytes
+    free2, _ = device.mem_get_info()
+    assert free2 - free1 >= nbytes // 2, (free1, free2)
+    mem.restore("weights")
+    assert mem.host_bytes() == 0
+    tagged_memory.reset_default_pool()

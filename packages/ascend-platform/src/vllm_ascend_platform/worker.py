@@ -191,9 +191,23 @@ class NPUWorker(Worker):
             holding.release()
 
     def sleep(self, level: int = 1) -> None:
-        """vLLM's ``Worker.sleep`` (the sleep-mode backend does the work, sleep_mode.py)."""
-        with patched("sleep-accelerator-api"):
-            super().sleep(level)
+        """vLLM's ``Worker.sleep`` (the sleep-mode backend does the work, sleep_mode.py).
+
+        vLLM checks free device memory after the backend suspended; should that check fail
+        at level 1, the weights' host copies are intact, so they are brought back before the
+        error is raised: the engine, which still counts itself awake, keeps serving instead of
+        running over released memory. (Level 2 has dropped the weights: they stay asleep.)
+        """
+        try:
+            with patched("sleep-accelerator-api"):
+                super().sleep(level)
+        except Exception:
+            if level != 1 or self.sleep_mode_backend.state() == "RUNNING":
+                raise
+            logger.error("Sleep failed after the weights went to host memory; waking up "
+                         "again so that the engine keeps serving.")
+            self.wake_up(None)
+            raise
 
     def _save_sleep_parameters(self, model: torch.nn.Module) -> None:
         """vLLM's level-2 sleep keeps host copies of the ``--sleep-preserve-parameter-names``

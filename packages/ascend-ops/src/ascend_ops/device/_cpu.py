@@ -33,14 +33,18 @@ def synchronize(device=None) -> None:
 
 
 def mem_get_info(device=None) -> tuple[int, int]:
-    """Budget minus the bytes the process is known to hold (RSS bounded by the budget)."""
+    """Budget minus the bytes the process is known to hold: its RSS less the host copies that
+    sleep mode keeps of offloaded tensors (host memory, not emulated device memory;
+    ``tagged_memory.TaggedMemory.host_bytes``), bounded by the budget."""
+    from ascend_ops.device.tagged_memory import default_pool
+
     used = 0
     try:
         with open("/proc/self/statm") as f:
             used = int(f.read().split()[1]) * 4096
     except OSError:
         used = 0
-    used = min(used, _budget)
+    used = min(max(used - default_pool().host_bytes(), 0), _budget)
     return _budget - used, _budget
 
 

@@ -26,8 +26,11 @@ Memory accounting per mode (``ascend_ops.device.kind()``):
 * simulated NPU: the same calls, plus ``ascend_ops.simulator.account_free/account_alloc`` of
   the released/restored bytes, so the simulated ``mem_get_info`` moves by them
   (docs/simulated-npu.md, "memory").
-* CPU emulation: the storages are host memory; large ones are returned to the OS on release,
-  so the emulated ``mem_get_info`` (process RSS) drops by them.
+* CPU emulation: the storages are host memory. On release the C heap is trimmed
+  (glibc ``malloc_trim``), so freed storages of every size go back to the OS and the emulated
+  ``mem_get_info`` (process RSS) drops by them; the host copies of offloaded groups are host
+  memory, not emulated device memory, so ``mem_get_info`` leaves them out (:meth:`host_bytes`).
+  vLLM's ``Worker.sleep`` asserts that free device memory did not shrink while sleeping.
 """
 
 from __future__ import annotations
@@ -112,6 +115,11 @@ class TaggedMemory:
         """Device bytes of group ``tag`` when resident."""
         return sum(b.nbytes for b in self._group(tag).blocks)
 
+    def host_bytes(self) -> int:
+        """Bytes of host memory held by the host copies of offloaded groups."""
+        return sum(b.host.nbytes for g in self._groups.values() for b in g.blocks
+                   if b.host is not None)
+
     def addresses(self, tag: str) -> list[int]:
         """Current device addresses of the group's storages (0 while released)."""
         return [b.storage.data_ptr() for b in self._group(tag).blocks]
@@ -192,12 +200,34 @@ class TaggedMemory:
         _account(-freed)
         if _npu.available():
             torch.npu.empty_cache()
+        else:
+            _trim_host_heap()
         return freed
 
 
 def _bytes_view(storage: torch.UntypedStorage, device: torch.device) -> torch.Tensor:
     """A flat uint8 tensor over the whole of ``storage``."""
     return torch.empty(0, dtype=torch.uint8, device=device).set_(storage)
+
+
+def _trim_host_heap() -> None:
+    """Return the C heap's free pages to the OS (glibc ``malloc_trim(0)``, malloc(3)); storages
+    below glibc's mmap threshold live on the heap and stay resident after ``free`` otherwise.
+    Without glibc the call does not exist and RSS keeps those pages until reused."""
+    global _malloc_trim
+    if _malloc_trim is None:
+        import ctypes
+        import ctypes.util
+
+        try:
+            _malloc_trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _malloc_trim = False
+    if _malloc_trim:
+        _malloc_trim(0)
+
+
+_malloc_trim = None
 
 
 def _account(nbytes: int) -> None:

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -227,7 +228,7 @@ def _trim_host_heap() -> None:
         _malloc_trim(0)
 
 
-_malloc_trim = None
+_malloc_trim: Any = None  # glibc's malloc_trim, False where absent, None until looked up
 
 
 def _account(nbytes: int) -> None:

@@ -3,8 +3,8 @@
 """Dense linear time at SmolLM2-135M's shapes: ours vs vLLM's CPU GEMM, per row count and dtype.
 
 * ``ours``  ``ascend_ops.linear`` on the ``native`` backend with the weight prepacked by
-            ``ascend_ops.pack_linear_weight`` (``_native_linear.py``: oneDNN blocked layout where
-            oneDNN supports the dtype on this CPU, plain ``aten.linear`` otherwise), what our
+            ``ascend_ops.pack_linear_weight`` (``_native_linear.py``: column blocks for decode
+            rows, oneDNN's blocked layout or plain ``aten.linear`` above), what our
             ``PackedLinearMethod`` runs in CPU emulation.
 * ``vllm``  what vLLM 0.32's CPU platform picks for an unquantized linear here
             (``dispatch_cpu_unquantized_gemm``, vllm/model_executor/layers/utils.py): its

@@ -87,30 +87,44 @@ def test_npu_branch_on_simulated_npu_is_plain_linear(simulated_npu):
     torch.testing.assert_close(y, _oracle(x, w, None), **TOL[torch.bfloat16])
 
 
-def test_float32_every_row_count_runs_the_onednn_pack():
-    """On AVX-512 builds float32 inputs of any row count (single-request decode included) run the
-    oneDNN pack: bitwise what ``mkldnn._linear_pointwise`` gives on the same pack, equal to
-    ``aten.linear`` up to float32 rounding."""
-    w = torch.randn(24, 40)
-    if _native_linear.packable(w) != "onednn":
-        pytest.skip(f"this build packs float32 as {_native_linear.packable(w)!r}, not oneDNN")
+@pytest.mark.parametrize("n", [40, _native_linear.WIDE_N])
+def test_reduced_precision_rows_above_the_blocks_run_the_onednn_pack(n, monkeypatch):
+    """Where bfloat16 keeps both packs (AVX-512 builds, oneDNN bf16 kernels on the CPU), inputs of
+    more rows than ``block_rows`` (8 for a narrow weight, 1 from ``WIDE_N`` columns) run the oneDNN
+    pack, bitwise what ``mkldnn._linear_pointwise`` gives on the same pack; the rows up to it run
+    the column-block kernel; all within rounding of the float64 oracle."""
+    from ascend_ops._dispatch import native_module
+
+    w = (torch.randn(n, 40) / 7).to(torch.bfloat16)
+    if _native_linear.packable(w) != "blocks+onednn":
+        pytest.skip(f"this build packs bfloat16 as {_native_linear.packable(w)!r}")
+    limit = _native_linear.block_rows(w)
+    assert limit == (8 if n < _native_linear.WIDE_N else 1)
+    mod = native_module()
+    kernel, calls = mod.grouped_matmul_packed, []
+    monkeypatch.setattr(mod, "grouped_matmul_packed", lambda *a: (calls.append(a[4]), kernel(*a)))
     with ascend_ops.use_backend("native"):
         handle = ascend_ops.pack_linear_weight(w)
-        assert handle >= 0
         packed = torch.ops.mkldnn._reorder_linear_weight(w, None)
-        for rows in (1, 2, 8, 13):
-            x = torch.randn(rows, 40)
+        for rows in (1, limit, limit + 1, 13, 40):
+            x = torch.randn(rows, 40).to(torch.bfloat16)
+            calls.clear()
             y = ascend_ops.linear(x, w, None, handle)
-            assert torch.equal(y, torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], ""))
-            torch.testing.assert_close(y, _oracle(x, w, None), **TOL[torch.float32])
+            if rows <= limit:
+                assert calls == [rows]
+            else:
+                assert calls == []
+                assert torch.equal(y, torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], ""))
+            torch.testing.assert_close(y, _oracle(x, w, None), **TOL[torch.bfloat16])
     ascend_ops.release_linear_weight(handle)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_block_pack_serves_decode_rows_and_leaves_prefill_to_aten(dtype, monkeypatch):
-    """On builds without AVX-512 a weight is packed in the grouped-matmul column-block layout:
-    up to ``BLOCK_ROWS`` rows run that kernel (``csrc/moe_packed.cpp``; bitwise the one-group
-    packed grouped matmul of the same weight), larger inputs bitwise ``aten.linear`` on the plain
+    """A weight packed in the grouped-matmul column-block layout alone (float32 on every build,
+    bfloat16 without oneDNN's kernels): up to ``BLOCK_ROWS`` rows run that kernel
+    (``csrc/moe_packed.cpp``; bitwise the one-group packed grouped matmul of the same weight),
+    larger inputs bitwise ``aten.linear`` on the plain
     weight; all within rounding of the float64 oracle, bias included."""
     from ascend_ops import _native_moe
     from ascend_ops._dispatch import native_module

@@ -4,8 +4,8 @@
 
 ``pack_linear_weight(weight)`` returns an integer handle; ``linear(x, weight, bias, handle)``
 computes ``x @ weight^T + bias``. Only the native CPU backend uses the handle (a packed copy
-of the weight kept inside ``ascend_ops._native_linear``: oneDNN's layout on AVX-512 builds, the
-grouped-matmul column blocks for up to 16 rows on others); the NPU branch and the reference
+of the weight kept inside ``ascend_ops._native_linear``: the grouped-matmul column blocks for
+decode rows, and on AVX-512 builds oneDNN's layout for wider bfloat16 / float16 inputs); the NPU branch and the reference
 ignore it and read ``weight``, which stays the plain ``[N, K]`` tensor on every backend.
 """
 
@@ -58,10 +58,11 @@ def pack_linear_weight(weight: torch.Tensor) -> int:
     """Prepack ``weight`` [N, K] for the native CPU backend; return its handle.
 
     Returns -1 (plain ``aten.linear``) unless the weight is a 2-D CPU tensor, the native backend
-    is the one that would run and a packing applies (``_native_linear.packable``: on AVX-512
-    builds PyTorch's oneDNN for float32, and bfloat16 / float16 on a CPU with those kernels; on
-    other builds ``_C``'s column blocks for every float dtype). The pack is rebuilt on first use after ``weight``
-    is written in place or moved. Raises TypeError for a non-float ``weight``.
+    is the one that would run and a packing applies (``_native_linear.packable``: ``_C``'s column
+    blocks for decode rows, every float dtype; on AVX-512 builds bfloat16 / float16 also keep
+    PyTorch's oneDNN pack for larger inputs where the CPU has those kernels). The pack is rebuilt
+    on first use after ``weight`` is written in place or moved. Raises TypeError for a non-float
+    ``weight``.
     """
     float_tensor("weight", weight)
     if weight.device.type != "cpu" or select_backend(weight) != "native":

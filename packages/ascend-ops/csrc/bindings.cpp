@@ -24,6 +24,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("rms_norm", &rms_norm, nogil);
   m.def("add_rms_norm", &add_rms_norm, nogil);
   m.def("swiglu", &swiglu, nogil);
+  m.def("greedy_argmax", &greedy_argmax, nogil);
   m.def("rotary_embedding", &rotary_embedding, nogil);
   m.def("reshape_and_cache", &reshape_and_cache, nogil);
   m.def("paged_attention", &paged_attention, nogil);

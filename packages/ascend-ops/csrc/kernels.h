@@ -13,6 +13,8 @@ void rms_norm(uintptr_t x, uintptr_t w, uintptr_t out, int64_t rows, int64_t hid
 void add_rms_norm(uintptr_t x, uintptr_t residual, uintptr_t w, uintptr_t out, uintptr_t new_residual,
                   int64_t rows, int64_t hidden, int dtype, int w_dtype, double eps);
 void swiglu(uintptr_t x, uintptr_t out, int64_t rows, int64_t inter, int dtype);
+// Greedy sampling (sampling.cpp): out[rows] (int64) = argmax of each logits row.
+void greedy_argmax(uintptr_t logits, uintptr_t out, int64_t rows, int64_t vocab, int dtype);
 void rotary_embedding(uintptr_t positions, uintptr_t query, uintptr_t key, uintptr_t query_out,
                       uintptr_t key_out, int64_t tokens, int64_t q_heads, int64_t k_heads,
                       int64_t head_size, uintptr_t cache, int cache_dtype, int64_t max_position,

@@ -34,6 +34,7 @@ from ascend_ops.ops.norm import add_rms_norm, rms_norm
 from ascend_ops.ops.quant import dynamic_quant, quant_matmul, quantize
 from ascend_ops.ops.quant_moe import grouped_quant_matmul
 from ascend_ops.ops.rotary import rotary_embedding
+from ascend_ops.ops.sampling import greedy_argmax
 from ascend_ops.ops.spec_decode import rejection_sample, sample_recovered_tokens
 
 __version__ = "0.1.0"
@@ -66,12 +67,16 @@ LINEAR_OPS = ("linear",)
 #: the speculative-decoding verification ops (ascend_ops.ops.spec_decode), listed apart from OPS
 SPEC_DECODE_OPS = ("rejection_sample", "sample_recovered_tokens")
 
+#: the greedy-sampling op (ascend_ops.ops.sampling), listed apart from OPS
+SAMPLING_OPS = ("greedy_argmax",)
+
 __all__ = [
     "BACKENDS",
     "LINEAR_OPS",
     "LORA_OPS",
     "MLA_OPS",
     "QUANT_OPS",
+    "SAMPLING_OPS",
     "SPEC_DECODE_OPS",
     "OPS",
     "pack_grouped_matmul_weight",
@@ -85,6 +90,7 @@ __all__ = [
     "forced_backend",
     "fused_infer_attention",
     "fused_infer_attention_workspace",
+    "greedy_argmax",
     "grouped_matmul",
     "grouped_quant_matmul",
     "linear",

@@ -78,6 +78,13 @@ def swiglu(x):
     return out.view(*x.shape[:-1], two_i // 2)
 
 
+def greedy_argmax(logits):
+    x = logits.contiguous()
+    out = torch.empty(x.shape[0], dtype=torch.int64)
+    native_module().greedy_argmax(x.data_ptr(), out.data_ptr(), x.shape[0], x.shape[1], _code(x))
+    return out
+
+
 def rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox):
     c = native_module()
     t = positions.shape[0]

@@ -27,6 +27,7 @@ FAMILIES: dict[str, bool] = {
     "quant": True,
     "quant_moe": True,
     "rotary": True,
+    "sampling": True,
     "spec_decode": True,
 }
 

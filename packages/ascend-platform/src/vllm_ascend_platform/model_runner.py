@@ -81,10 +81,17 @@ class NPUModelRunner(GPUModelRunner):
             self._device_holding = DeviceHolding(self)
         with patched("device-stream-api"):
             super().__init__(vllm_config, device)
+        self.sampler = self._ascend_sampler()
         if self.speculative_config is not None and hasattr(self, "rejection_sampler"):
             self.rejection_sampler = self._ascend_rejection_sampler()
         if self.emulated:
             self._collapse_device_buffers()
+
+    def _ascend_sampler(self) -> nn.Module:
+        """vLLM's sampler with greedy picks through ``ascend_ops.greedy_argmax`` (sampler.py)."""
+        from vllm_ascend_platform.sampler import AscendSampler
+
+        return AscendSampler.like(self.sampler)
 
     def _ascend_rejection_sampler(self) -> nn.Module:
         """Speculative decoding: replace vLLM's Triton RejectionSampler with the one the models

@@ -164,7 +164,7 @@ class AscendRejectionSampler(RejectionSampler):
         if not all_greedy:
             uniform_probs = generate_uniform_probs(num_tokens, metadata.num_draft_tokens,
                                                    sampling_metadata.generators, device)
-        target_argmax = None if all_random else target_logits.argmax(dim=-1)
+        target_argmax = None if all_random else ascend_ops.greedy_argmax(target_logits)
         if all_greedy:
             return ascend_ops.rejection_sample(
                 metadata.draft_token_ids, metadata.cu_num_draft_tokens, target_argmax, None, None,

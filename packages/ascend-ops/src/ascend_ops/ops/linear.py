@@ -5,8 +5,8 @@
 ``pack_linear_weight(weight)`` returns an integer handle; ``linear(x, weight, bias, handle)``
 computes ``x @ weight^T + bias``. Only the native CPU backend uses the handle (a packed copy
 of the weight kept inside ``ascend_ops._native_linear``: the grouped-matmul column blocks for
-decode rows, and on AVX-512 builds oneDNN's layout for wider bfloat16 / float16 inputs); the NPU branch and the reference
-ignore it and read ``weight``, which stays the plain ``[N, K]`` tensor on every backend.
+decode rows, and on AVX-512 builds oneDNN's layout for wider bfloat16 / float16 inputs); the NPU
+branch and the reference ignore it and read ``weight``, which stays the plain ``[N, K]`` tensor on every backend.
 """
 
 from __future__ import annotations

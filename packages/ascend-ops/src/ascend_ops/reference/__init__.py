@@ -13,12 +13,14 @@ from ascend_ops.reference.linear import linear
 from ascend_ops.reference.mla import mla_decode, mla_prefill
 from ascend_ops.reference.norm import add_rms_norm, rms_norm
 from ascend_ops.reference.rotary import rotary_embedding
+from ascend_ops.reference.sampling import greedy_argmax
 
 silu_and_mul = swiglu
 
 __all__ = [
     "add_rms_norm",
     "fused_infer_attention",
+    "greedy_argmax",
     "linear",
     "mla_decode",
     "mla_prefill",

@@ -102,8 +102,7 @@ def test_kernel_matches_oracle(kernel_calls, dtype, experts, k, n, counts, extra
 def test_packed_kernel_matches_oracle(packed_calls, dtype, experts, k, n, counts, extra):
     x, weight, counts = _problem(experts, k, n, counts, extra, dtype)
     with ascend_ops.use_backend("native"):
-        # float32 is packed by the public call only on non-AVX-512 builds (packed_dtypes());
-        # the kernel serves it on every build
+        # the public call packs every dtype in packed_dtypes(); the kernel serves each of them
         public = ascend_ops.pack_grouped_matmul_weight(weight)
         assert (public >= 0) == (dtype in _native_moe.packed_dtypes())
         ascend_ops.release_grouped_matmul_weight(public)

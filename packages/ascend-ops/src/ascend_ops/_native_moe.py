@@ -28,29 +28,26 @@ from dataclasses import dataclass
 
 import torch
 
-from ascend_ops._dispatch import native_module, native_vector_isa
+from ascend_ops._dispatch import native_module
 from ascend_ops._native import DTYPE_CODES
 from ascend_ops._pack_registry import PackRegistry
 
 SMALL_GROUP_ROWS = {torch.float32: 32, torch.bfloat16: 8, torch.float16: 8}
 
-#: dtypes whose expert weights get packed (:func:`pack`). float32 stays on the N-major kernel:
-#: measured at decode shapes (moe_bench.py's layer, weights streamed from memory, 2-core Xeon
-#: with AVX-512), the packed float32 kernel was up to 1.4x slower for w13 at 1-2 rows per expert
-#: and ~10% faster for w2, not worth a second copy of the weights; bf16 gains (vdpbf16ps, w2
-#: ~20% faster) and fp16 is widened by F16C there instead of per element.
-PACKED_DTYPES = (torch.bfloat16, torch.float16)
+#: dtypes whose expert weights get packed (:func:`pack`) on every build. float32 was left on the
+#: N-major kernel on AVX-512 builds until the packed kernel's paired column blocks: measured then
+#: at decode shapes (moe_bench.py's layer, weights streamed from memory, 2-core Xeon with AVX-512)
+#: the packed float32 kernel was up to 1.4x slower for w13 at 1-2 rows per expert. Measured again
+#: after it (2-core Xeon, AVX-512 + AMX, benchmarks/README.md), the packed float32 layer ran
+#: 0.98-1.06x vLLM's CPU MoE at 1-64 tokens where the N-major one ran 1.14-1.23x. Without
+#: AVX-512 a 16-lane vector is two AVX2 halves and the N-major kernel's 4 x 4 tiles do not fit the
+#: 16 ymm registers, so the packed kernel is the faster one there too.
+PACKED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 
 
 def packed_dtypes() -> tuple[torch.dtype, ...]:
-    """The dtypes :func:`pack` is used for: :data:`PACKED_DTYPES`, and float32 too when ``_C`` was
-    built without AVX-512. There a 16-lane vector is two AVX2 halves and the N-major kernel's 4 x 4
-    tiles do not fit the 16 ymm registers; at SmolLM2's dense shapes (one group, 1-8 rows, AVX2
-    EPYC) the packed float32 kernel ran 200-530 us per call where torch's oneDNN pack took
-    300-830 us (benchmarks/README.md)."""
-    if native_vector_isa() in (None, "avx512"):
-        return PACKED_DTYPES
-    return (*PACKED_DTYPES, torch.float32)
+    """The dtypes :func:`pack` is used for (:data:`PACKED_DTYPES`: every float dtype)."""
+    return PACKED_DTYPES
 
 
 def moe_gating_top_k(router_logits, top_k, scoring, renormalize, num_expert_group, topk_group,

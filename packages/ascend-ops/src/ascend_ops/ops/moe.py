@@ -283,8 +283,8 @@ def pack_grouped_matmul_weight(weight: torch.Tensor) -> int:
     """Prepack expert weights ``weight`` [E, K, N] for the native CPU backend; return the handle.
 
     Returns -1 (no pack: ``grouped_matmul`` reads ``weight`` itself) unless ``weight`` is a 3-D
-    CPU tensor of a dtype in ``_native_moe.packed_dtypes()`` (bfloat16 / float16; float32 too on
-    builds without AVX-512, where it measured faster packed) and the native backend is the one that would run. The
+    CPU tensor of a dtype in ``_native_moe.packed_dtypes()`` (float32, bfloat16, float16) and the
+    native backend is the one that would run. The
     pack (``ascend_ops._native_moe``; one more copy of the weight bytes) is rebuilt on first use
     after ``weight`` is written in place or moved. Raises TypeError for a non-float ``weight``.
     """

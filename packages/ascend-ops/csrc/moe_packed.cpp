@@ -12,22 +12,25 @@
 //   float32 / float16: P[e][nb][k][j]         = W[e][k][nb * 32 + j]
 //   bfloat16:          P[e][nb][k / 2][j][k % 2] (pairs of k, the operand order of AVX512-BF16's
 //                      vdpbf16ps; K is padded to even)
-// with N padded to a multiple of 32 (padding is zero). One work item (expert, two adjacent column
-// blocks) then reads contiguous streams of K * 32 weights instead of the N-major kernel's four
-// short rows at a time (moe.cpp), with a software prefetch kAhead k ahead into L2; an expert's
-// last one or two rows read both blocks side by side (two streams in flight: on a 2-core AVX2
-// EPYC a read loop over two or four interleaved streams reached ~10-15% more bandwidth than over
-// one, and moe_bench.py's float32 layer at 1-16 tokens went from 1.11-1.22x to 1.00-1.12x of
-// vLLM's time). Each output's sum runs in one order whatever tile computes it. Each x element is
-// broadcast against 32 columns (two 16-lane accumulators per row, register tiles of up to 4
-// rows); bf16 uses vdpbf16ps where the CPU has AVX512-BF16. Accumulation is float32, in chunks of
-// 16 k summed into a running total, so each output is a fixed-order sum with the rounding error
-// of a 16-term plus a K/16-term sum (the N-major kernel's is similar). Measured on a 2-core Xeon
-// (AVX-512, AMX) with weights streamed from memory: bf16 w2 ~20% faster than the N-major
-// kernel, w13 about equal; float32 about equal (benchmarks/README.md, moe_bench.py).
+// with N padded to a multiple of 32 (padding is zero). One work item (expert, up to kItemBlocks
+// adjacent column blocks) then reads contiguous streams of K * 32 weights instead of the N-major
+// kernel's four short rows at a time (moe.cpp), with a software prefetch kAhead k ahead into L2;
+// small tiles read several blocks side by side (more streams in flight: on a 2-core AVX2 EPYC a
+// read loop over two or four interleaved streams reached ~10-15% more bandwidth than over one,
+// and moe_bench.py's float32 layer at 1-16 tokens went from 1.11-1.22x to 1.00-1.12x of vLLM's
+// time). An expert whose rows need several register tiles runs them k chunk by k chunk, so its
+// weights stream from memory once (expert_rows). Each output's sum runs in one order whatever
+// tile computes it. Each x element is broadcast against 32 columns (two 16-lane accumulators per
+// row, register tiles of up to 8 rows on AVX-512, 4 elsewhere); bf16 uses vdpbf16ps where the CPU
+// has AVX512-BF16. Accumulation is float32, in chunks of 16 k summed into a running total, so
+// each output is a fixed-order sum with the rounding error of a 16-term plus a K/16-term sum (the
+// N-major kernel's is similar). Measured on a 2-core Xeon (AVX-512, AMX) with weights streamed
+// from memory: bf16 w2 ~20% faster than the N-major kernel, w13 about equal; float32 about equal
+// (benchmarks/README.md, moe_bench.py).
 #include <algorithm>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "common.h"
 #include "kernels.h"
@@ -42,15 +45,34 @@ using namespace simd;
 constexpr int64_t kBlockCols = 32;
 constexpr int64_t kChunk = 16;  // k per partial sum
 constexpr int64_t kAhead = 64;  // software prefetch distance in k (8 KB of float32 weights)
-// Rows per register tile (R rows x 32 columns = 2R v16 accumulators). 4 on every build: on AVX2
-// (a v16 is two of the 16 ymm registers, simd.h) some accumulators then live on the stack, and it
-// is still faster than 2 rows, which streams each block from L2 twice as often (one thread, 8
-// experts: 4 rows per expert of a 576 x 3072 weight 3.4-3.6 ms against 4.9-5.3 ms with 2-row
-// tiles, 8 rows 0.2-1.9 ms faster, 1 row within 10 %; an AVX2 EPYC).
+// Rows per register tile of the full tiles (R rows x 32 columns = 2R v16 accumulators, plus 2R
+// running totals that are touched once per kChunk k).
+// * AVX-512 (32 zmm registers): 8. With 4-row tiles an expert of 8 rows streamed each block from
+//   memory once and then again from L2 for its second tile, with no memory traffic in flight
+//   meanwhile: moe_bench.py's float32 layer at 64 tokens (8 rows per expert) ran 1.20x vLLM's on a
+//   2-core AVX-512 EPYC, its grouped matmuls at 22-25 GB/s against 36-46 GB/s at one row.
+// * other builds: 4. A v16 is two of AVX2's 16 ymm registers (simd.h), so some accumulators
+//   already live on the stack, and it is still faster than 2 rows, which streams each block from
+//   L2 twice as often (one thread, 8 experts: 4 rows per expert of a 576 x 3072 weight 3.4-3.6 ms
+//   against 4.9-5.3 ms with 2-row tiles, 8 rows 0.2-1.9 ms faster, 1 row within 10 %; an AVX2
+//   EPYC).
+#ifdef __AVX512F__
+constexpr int kTileRows = 8;
+#else
 constexpr int kTileRows = 4;
-// Column blocks one work item reads side by side for its last one or two rows (two weight
-// streams per thread instead of one; the hardware prefetcher then keeps more lines in flight).
-constexpr int64_t kPairedBlocks = 2;  // gmm_packed pairs block nb with nb + 1
+#endif
+// Weight streams in flight per thread: a work item is one expert's kItemBlocks adjacent column
+// blocks, and the rows left after the full tiles read up to side_by_side(R) of those blocks at
+// once (the hardware prefetcher then keeps more lines in flight: on a 2-core AVX2 EPYC a read loop
+// over two or four interleaved streams reached ~10-15% more bandwidth than over one). The limit is
+// the registers: R x 2 x blocks accumulators, at most 16 (plus as many running totals).
+#ifdef __AVX512F__
+constexpr int64_t kItemBlocks = 4;
+constexpr int side_by_side(int rows) { return rows <= 2 ? 4 : (rows <= 4 ? 2 : 1); }
+#else
+constexpr int64_t kItemBlocks = 2;
+constexpr int side_by_side(int rows) { return rows <= 2 ? 2 : 1; }  // 16 ymm registers
+#endif
 
 inline int64_t padded_k(int64_t k, int dtype) { return dtype == kBF16 ? (k + 1) / 2 * 2 : k; }
 inline int64_t col_blocks(int64_t n) { return (n + kBlockCols - 1) / kBlockCols; }
@@ -71,7 +93,7 @@ void pack_block(const T* w, T* p, int64_t K, int64_t Kp, int64_t N, int64_t nb, 
 // Accumulate R rows x 32 columns over k in [k0, k1) of NB float32 / float16 blocks read side by
 // side (acc[r][2 * b + h]: block b, half h).
 template <typename T, int R, int NB>
-inline void chunk_plain(const T* x, int64_t K, const T* const (&p)[NB], int64_t k0, int64_t k1,
+inline void chunk_plain(const T* x, int64_t K, const T* const* p, int64_t k0, int64_t k1,
                         v16 (&acc)[R][2 * NB]) {
   for (int64_t k = k0; k < k1; ++k) {
     for (int b = 0; b < NB; ++b) {
@@ -105,7 +127,7 @@ inline void widen_pair(const bf16* p, v16& lo, v16& hi) {
 }
 
 template <int R, int NB>
-inline void chunk_pairs(const bf16* x, int64_t K, const bf16* const (&p)[NB], int64_t k0, int64_t k1,
+inline void chunk_pairs(const bf16* x, int64_t K, const bf16* const* p, int64_t k0, int64_t k1,
                         v16 (&acc)[R][2 * NB]) {
   // k0 is even; pairs [k, k + 1) with k + 1 < K run two k at once, an odd K's last k alone.
   int64_t k = k0;
@@ -150,51 +172,127 @@ inline void chunk_pairs(const bf16* x, int64_t K, const bf16* const (&p)[NB], in
   }
 }
 
-// out[r][n0[b] + j] for R rows of x (K apart) against NB column blocks p[b] read side by side;
-// out rows are N apart. Each output's sum runs in the same order whatever R and NB are.
 template <typename T, int R, int NB>
-void block_tile(const T* x, int64_t K, const T* const (&p)[NB], T* out, int64_t N,
-                const int64_t (&n0)[NB]) {
-  v16 tot[R][2 * NB] = {};
-  for (int64_t k0 = 0; k0 < K; k0 += kChunk) {
-    v16 acc[R][2 * NB] = {};
-    const int64_t k1 = std::min(K, k0 + kChunk);
-    if constexpr (std::is_same_v<T, bf16>)
-      chunk_pairs<R, NB>(x, K, p, k0, k1, acc);
-    else
-      chunk_plain<T, R, NB>(x, K, p, k0, k1, acc);
-    for (int r = 0; r < R; ++r)
-      for (int h = 0; h < 2 * NB; ++h) tot[r][h] += acc[r][h];
-  }
-  for (int b = 0; b < NB; ++b) {
+inline void chunk(const T* x, int64_t K, const T* const* p, int64_t k0, int64_t k1,
+                  v16 (&acc)[R][2 * NB]) {
+  if constexpr (std::is_same_v<T, bf16>)
+    chunk_pairs<R, NB>(x, K, p, k0, k1, acc);
+  else
+    chunk_plain<T, R, NB>(x, K, p, k0, k1, acc);
+}
+
+// Running totals tot[r * stride + 2 * b + h] (row r, block b, half h) to out[r][n0[b] + j].
+template <typename T>
+void store_totals(const v16* tot, int64_t stride, int64_t rows, int64_t nblk, T* out, int64_t N,
+                  const int64_t* n0) {
+  for (int64_t b = 0; b < nblk; ++b) {
     const int64_t cols = std::min(kBlockCols, N - n0[b]);
-    for (int r = 0; r < R; ++r) {
+    for (int64_t r = 0; r < rows; ++r) {
       float res[kBlockCols];
-      std::memcpy(res, &tot[r][2 * b], sizeof(v16));
-      std::memcpy(res + 16, &tot[r][2 * b + 1], sizeof(v16));
+      std::memcpy(res, &tot[r * stride + 2 * b], sizeof(v16));
+      std::memcpy(res + 16, &tot[r * stride + 2 * b + 1], sizeof(v16));
       for (int64_t j = 0; j < cols; ++j) out[r * N + n0[b] + j] = from_float<T>(res[j]);
     }
   }
 }
 
-// Rows [m, m1) of one expert against NB column blocks: full kTileRows tiles one block at a time
-// (their accumulators fill the registers), the last one or two rows against the NB blocks side by
-// side (NB weight streams in flight: decode's one row per expert reads memory faster so, see
-// kPairedBlocks), three rows one block at a time.
-template <typename T, int NB>
-void expert_rows(const T* x, int64_t K, const T* const (&p)[NB], T* out, int64_t N,
-                 const int64_t (&n0)[NB], int64_t m, int64_t m1) {
-  for (int b = 0; b < NB; ++b) {
-    const T* const pb[1] = {p[b]};
-    const int64_t nb0[1] = {n0[b]};
-    int64_t r = m;
-    for (; r + kTileRows <= m1; r += kTileRows)
-      block_tile<T, kTileRows, 1>(x + r * K, K, pb, out + r * N, N, nb0);
-    if (m1 - r == 3) block_tile<T, 3, 1>(x + r * K, K, pb, out + r * N, N, nb0);
+// out[r][n0[b] + j] for R rows of x (K apart) against NB column blocks p[b] read side by side,
+// running totals in registers; out rows are N apart. Each output's sum runs in the same order
+// whatever R and NB are, and whichever of block_tile and chunk_over_blocks computes it.
+template <typename T, int R, int NB>
+void block_tile(const T* x, int64_t K, const T* const* p, T* out, int64_t N, const int64_t* n0) {
+  v16 tot[R][2 * NB] = {};
+  for (int64_t k0 = 0; k0 < K; k0 += kChunk) {
+    v16 acc[R][2 * NB] = {};
+    chunk<T, R, NB>(x, K, p, k0, k0 + std::min(kChunk, K - k0), acc);
+    for (int r = 0; r < R; ++r)
+      for (int h = 0; h < 2 * NB; ++h) tot[r][h] += acc[r][h];
   }
-  const int64_t left = (m1 - m) % kTileRows, r = m1 - left;
-  if (left == 2) block_tile<T, 2, NB>(x + r * K, K, p, out + r * N, N, n0);
-  if (left == 1) block_tile<T, 1, NB>(x + r * K, K, p, out + r * N, N, n0);
+  store_totals<T>(&tot[0][0], 2 * NB, R, NB, out, N, n0);
+}
+
+// R rows against the nblk column blocks p[0..nblk), G blocks side by side at a time (fewer for
+// the last ones).
+template <typename T, int R, int G>
+void rows_over_blocks(const T* x, int64_t K, const T* const* p, T* out, int64_t N,
+                      const int64_t* n0, int64_t nblk) {
+  int64_t b = 0;
+  for (; b + G <= nblk; b += G) block_tile<T, R, G>(x, K, p + b, out, N, n0 + b);
+  if constexpr (G > 1)
+    if (b < nblk) rows_over_blocks<T, R, G - 1>(x, K, p + b, out, N, n0 + b, nblk - b);
+}
+
+// One k chunk [k0, k1) of R rows against the nblk blocks p[0..nblk), G side by side at a time,
+// added to the running totals in memory (tot as in store_totals).
+template <typename T, int R, int G>
+void chunk_over_blocks(const T* x, int64_t K, const T* const* p, int64_t k0, int64_t k1, v16* tot,
+                       int64_t stride, int64_t nblk) {
+  int64_t b = 0;
+  for (; b + G <= nblk; b += G) {
+    v16 acc[R][2 * G] = {};
+    chunk<T, R, G>(x, K, p + b, k0, k1, acc);
+    for (int r = 0; r < R; ++r)
+      for (int h = 0; h < 2 * G; ++h) tot[r * stride + 2 * b + h] += acc[r][h];
+  }
+  if constexpr (G > 1)
+    if (b < nblk) chunk_over_blocks<T, R, G - 1>(x, K, p + b, k0, k1, tot + 2 * b, stride, nblk - b);
+}
+
+// Calls f(std::integral_constant<int, R>{}, r0) for each register tile of an expert's rows
+// [0, rows): full kTileRows tiles, then (AVX-512) a 4-row tile, then the last 1-3 rows.
+template <typename F>
+int64_t for_each_tile(int64_t rows, F&& f) {
+  int64_t r = 0, tiles = 0;
+  for (; r + kTileRows <= rows; r += kTileRows, ++tiles) f(std::integral_constant<int, kTileRows>{}, r);
+#ifdef __AVX512F__
+  if (rows - r >= 4) {
+    f(std::integral_constant<int, 4>{}, r);
+    r += 4;
+    ++tiles;
+  }
+#endif
+  switch (rows - r) {
+    case 3: f(std::integral_constant<int, 3>{}, r); return tiles + 1;
+    case 2: f(std::integral_constant<int, 2>{}, r); return tiles + 1;
+    case 1: f(std::integral_constant<int, 1>{}, r); return tiles + 1;
+    default: return tiles;
+  }
+}
+
+// Rows [m, m1) of one expert against its nblk column blocks p[0..nblk), each register tile of R
+// rows over side_by_side(R) blocks at a time. One tile: its totals stay in registers
+// (block_tile). More tiles: k chunk by chunk, every tile takes its turn on the chunk, which the
+// first tile brought into L1, so the expert's weights stream from memory once, all blocks of the
+// item in flight (with one full pass per tile, an expert of 8 + 4 rows read its weights from
+// memory in the first pass and from L2 in the second, memory idle meanwhile); totals in memory.
+template <typename T>
+void expert_rows(const T* x, int64_t K, const T* const* p, T* out, int64_t N, const int64_t* n0,
+                 int64_t nblk, int64_t m, int64_t m1) {
+  const int64_t rows = m1 - m;
+  const T* xm = x + m * K;
+  T* om = out + m * N;
+  const auto one_tile = [&](auto tile, int64_t r) {
+    constexpr int R = decltype(tile)::value;
+    rows_over_blocks<T, R, side_by_side(R)>(xm + r * K, K, p, om + r * N, N, n0, nblk);
+  };
+  int64_t tiles = 0;
+  for_each_tile(rows, [&](auto, int64_t) { ++tiles; });
+  if (tiles <= 1) {
+    for_each_tile(rows, one_tile);
+    return;
+  }
+  thread_local std::vector<v16> totals;
+  const int64_t stride = 2 * nblk;
+  totals.assign(rows * stride, v16{});
+  for (int64_t k0 = 0; k0 < K; k0 += kChunk) {
+    const int64_t k1 = k0 + std::min(kChunk, K - k0);
+    for_each_tile(rows, [&](auto tile, int64_t r) {
+      constexpr int R = decltype(tile)::value;
+      chunk_over_blocks<T, R, side_by_side(R)>(xm + r * K, K, p, k0, k1, totals.data() + r * stride,
+                                               stride, nblk);
+    });
+  }
+  store_totals<T>(totals.data(), stride, rows, nblk, om, N, n0);
 }
 
 template <typename T>
@@ -202,25 +300,23 @@ void gmm_packed(const T* x, const T* packed, T* out, const std::vector<int64_t>&
                 int64_t K, int64_t Kp, int64_t N) {
   const int64_t experts = int64_t(start.size()) - 1, blocks = col_blocks(N);
   const int64_t block_elems = Kp * kBlockCols;
-  std::vector<std::pair<int64_t, int64_t>> items;  // (expert, first of kPairedBlocks blocks)
+  std::vector<std::pair<int64_t, int64_t>> items;  // (expert, first of its kItemBlocks blocks)
   for (int64_t e = 0; e < experts; ++e)
     if (start[e + 1] > start[e])
-      for (int64_t nb = 0; nb < blocks; nb += kPairedBlocks) items.emplace_back(e, nb);
+      for (int64_t nb = 0; nb < blocks; nb += kItemBlocks) items.emplace_back(e, nb);
   const int64_t n_items = int64_t(items.size());
   const bool par = n_items > 1 && start[experts] * N * K >= (int64_t(1) << 18);
 #pragma omp parallel for schedule(dynamic, 1) if (par)
   for (int64_t it = 0; it < n_items; ++it) {
     const int64_t e = items[it].first, nb = items[it].second;
-    const T* p = packed + (e * blocks + nb) * block_elems;
-    if (nb + 1 < blocks) {
-      const T* const pp[2] = {p, p + block_elems};
-      const int64_t n0[2] = {nb * kBlockCols, (nb + 1) * kBlockCols};
-      expert_rows<T, 2>(x, K, pp, out, N, n0, start[e], start[e + 1]);
-    } else {
-      const T* const pp[1] = {p};
-      const int64_t n0[1] = {nb * kBlockCols};
-      expert_rows<T, 1>(x, K, pp, out, N, n0, start[e], start[e + 1]);
+    const int64_t nblk = std::min(kItemBlocks, blocks - nb);
+    const T* p[kItemBlocks];
+    int64_t n0[kItemBlocks];
+    for (int64_t b = 0; b < nblk; ++b) {
+      p[b] = packed + (e * blocks + nb + b) * block_elems;
+      n0[b] = (nb + b) * kBlockCols;
     }
+    expert_rows<T>(x, K, p, out, N, n0, nblk, start[e], start[e + 1]);
   }
   const T zero = from_float<T>(0.f);
   std::fill(out + start[experts] * N, out + M * N, zero);  // rows past the groups

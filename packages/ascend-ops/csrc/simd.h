@@ -92,7 +92,7 @@ inline v8 exp8(v8 x) {
   x = x < splat8(-87.0f) ? splat8(-87.0f) : (x > splat8(88.0f) ? splat8(88.0f) : x);
   const v8 n = exp_round_n(x);
   const v8 p = exp_poly(exp_reduce(x, n));
-  return p * as_f((u32x8)__builtin_convertvector(n, i32x8) + 127u << 23);
+  return p * as_f(((u32x8)__builtin_convertvector(n, i32x8) + 127u) << 23);
 }
 
 #ifdef __AVX512F__

@@ -118,20 +118,24 @@ def test_packed_kernel_matches_oracle(packed_calls, dtype, experts, k, n, counts
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_packed_rows_do_not_depend_on_their_tile(packed_calls, dtype):
-    """A row's output is bit-identical whichever tile computes it: 1 to 8 rows in its expert (the
-    paired-block 1- and 2-row tiles, 3- and 4-row tiles; 8 rows per expert is bf16's packed
-    limit), 3 column blocks (a pair and a single)."""
-    x, weight, _ = _problem(1, 1024, 70, [8], 0, dtype)
+    """A row's output is bit-identical whichever tile computes it: 1 to 16 rows in one expert (a
+    second, empty expert keeps bf16's mean of 8 rows per expert on the packed kernel). That covers
+    the single tiles (totals in registers: 1-4 rows over paired or single blocks, 8 rows on
+    AVX-512) and experts of several tiles, whose tiles take turns on each k chunk with totals in
+    memory (9-16 rows: full tiles plus a 4-, 3-, 2- or 1-row tile), and 3 column blocks of N=70
+    (an item of 2 or 3 blocks, one block short of a full item)."""
+    x, weight, _ = _problem(2, 1024, 70, [16, 0], 0, dtype)
     handle = _native_moe.pack(weight)
     try:
         with ascend_ops.use_backend("native"):
-            outs = [ascend_ops.grouped_matmul(x[:rows], weight, torch.tensor([rows]), handle)
-                    for rows in range(1, 9)]
+            outs = [ascend_ops.grouped_matmul(x[:rows], weight, torch.tensor([rows, 0]), handle)
+                    for rows in range(1, 17)]
     finally:
         ascend_ops.release_grouped_matmul_weight(handle)
-    assert len(packed_calls) == 8
+    assert len(packed_calls) == 16
     for rows, out in enumerate(outs, start=1):
-        assert torch.equal(out, outs[-1][:rows]), f"{rows} rows differ from the 8-row result"
+        assert torch.equal(out, outs[-1][:rows]), f"{rows} rows differ from the 16-row result"
+    _check(outs[-1], x, weight, torch.tensor([16, 0]), dtype)
 
 
 def test_pack_follows_in_place_writes_and_refuses_another_weight(packed_calls):

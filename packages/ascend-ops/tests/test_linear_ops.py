@@ -87,27 +87,32 @@ def test_npu_branch_on_simulated_npu_is_plain_linear(simulated_npu):
     torch.testing.assert_close(y, _oracle(x, w, None), **TOL[torch.bfloat16])
 
 
-@pytest.mark.parametrize("n", [40, _native_linear.WIDE_N])
-def test_reduced_precision_rows_above_the_blocks_run_the_onednn_pack(n, monkeypatch):
-    """Where bfloat16 keeps both packs (AVX-512 builds, oneDNN bf16 kernels on the CPU), inputs of
-    more rows than ``block_rows`` (8 for a narrow weight, 1 from ``WIDE_N`` columns) run the oneDNN
+@pytest.mark.parametrize(("dtype", "n"), [(torch.float32, 40), (torch.float32, 70000),
+                                          (torch.bfloat16, 40), (torch.bfloat16, 70000)])
+def test_rows_above_the_blocks_run_the_onednn_pack(dtype, n, monkeypatch):
+    """Where a weight keeps both packs (float32 wherever oneDNN runs float32; bfloat16 on AVX-512
+    builds with oneDNN bf16 kernels on the CPU), inputs of more rows than ``block_rows`` (float32:
+    ``BLOCK_ROWS``; bfloat16: 8 for a narrow weight, 1 from ``WIDE_N`` columns) run the oneDNN
     pack, bitwise what ``mkldnn._linear_pointwise`` gives on the same pack; the rows up to it run
     the column-block kernel; all within rounding of the float64 oracle."""
     from ascend_ops._dispatch import native_module
 
-    w = (torch.randn(n, 40) / 7).to(torch.bfloat16)
+    w = (torch.randn(n, 40) / 7).to(dtype)
     if _native_linear.packable(w) != "blocks+onednn":
-        pytest.skip(f"this build packs bfloat16 as {_native_linear.packable(w)!r}")
+        pytest.skip(f"this build packs {dtype} as {_native_linear.packable(w)!r}")
     limit = _native_linear.block_rows(w)
-    assert limit == (8 if n < _native_linear.WIDE_N else 1)
+    if dtype == torch.float32:
+        assert limit == _native_linear.BLOCK_ROWS
+    else:
+        assert limit == (8 if n < _native_linear.WIDE_N else 1)
     mod = native_module()
     kernel, calls = mod.grouped_matmul_packed, []
     monkeypatch.setattr(mod, "grouped_matmul_packed", lambda *a: (calls.append(a[4]), kernel(*a)))
     with ascend_ops.use_backend("native"):
         handle = ascend_ops.pack_linear_weight(w)
         packed = torch.ops.mkldnn._reorder_linear_weight(w, None)
-        for rows in (1, limit, limit + 1, 13, 40):
-            x = torch.randn(rows, 40).to(torch.bfloat16)
+        for rows in sorted({1, limit, limit + 1, 13, 40}):
+            x = torch.randn(rows, 40).to(dtype)
             calls.clear()
             y = ascend_ops.linear(x, w, None, handle)
             if rows <= limit:
@@ -115,14 +120,14 @@ def test_reduced_precision_rows_above_the_blocks_run_the_onednn_pack(n, monkeypa
             else:
                 assert calls == []
                 assert torch.equal(y, torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], ""))
-            torch.testing.assert_close(y, _oracle(x, w, None), **TOL[torch.bfloat16])
+            torch.testing.assert_close(y, _oracle(x, w, None), **TOL[dtype])
     ascend_ops.release_linear_weight(handle)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_block_pack_serves_decode_rows_and_leaves_prefill_to_aten(dtype, monkeypatch):
-    """A weight packed in the grouped-matmul column-block layout alone (float32 on every build,
-    bfloat16 without oneDNN's kernels): up to ``BLOCK_ROWS`` rows run that kernel
+    """A weight packed in the grouped-matmul column-block layout alone (where oneDNN has no kernel
+    for its dtype: bfloat16 on AVX2 builds; forced here): up to ``BLOCK_ROWS`` rows run that kernel
     (``csrc/moe_packed.cpp``; bitwise the one-group packed grouped matmul of the same weight),
     larger inputs bitwise ``aten.linear`` on the plain
     weight; all within rounding of the float64 oracle, bias included."""
@@ -132,8 +137,8 @@ def test_block_pack_serves_decode_rows_and_leaves_prefill_to_aten(dtype, monkeyp
     g = torch.Generator().manual_seed(3)
     w = (torch.randn(70, 96, generator=g) / 9).to(dtype)  # N = 70: a partial 32-column block
     b = torch.randn(70, generator=g).to(dtype)
-    if _native_linear.packable(w) != "blocks":
-        pytest.skip(f"this build packs {dtype} as {_native_linear.packable(w)!r}")
+    monkeypatch.setattr(_native_linear, "_onednn_supports", lambda dt: False)
+    assert _native_linear.packable(w) == "blocks"
     mod = native_module()
     kernel, calls = mod.grouped_matmul_packed, []
     monkeypatch.setattr(mod, "grouped_matmul_packed", lambda *a: (calls.append(a[4]), kernel(*a)))

@@ -12,7 +12,7 @@ Layouts (:func:`packable` names them, :func:`block_rows` says which rows each se
 
 * ``"blocks"``: the column-block layout of ``_C``'s prepacked grouped matmul
   (``csrc/moe_packed.cpp``) with one group, a decode kernel: each block of 32 output columns is
-  streamed once for up to 4 rows per pass, float32 accumulation. It serves inputs of up to
+  streamed from memory once for all rows, float32 accumulation. It serves inputs of up to
   :func:`block_rows` rows; larger inputs (prefill) run ``aten.linear`` on the plain weight, or
   the oneDNN pack where one is kept. Every float dtype on every build.
 * ``"onednn"``: PyTorch's own CPU linear packing, the primitive ``torch._inductor`` uses for
@@ -24,11 +24,15 @@ Layouts (:func:`packable` names them, :func:`block_rows` says which rows each se
 Which, by the vector ISA ``_C`` was built for and the dtype (measured, benchmarks/README.md,
 ``benchmarks/linear_bench.py`` at SmolLM2's shapes, weights streamed from memory):
 
-* float32, every build: ``"blocks"`` up to :data:`BLOCK_ROWS` rows, ``aten.linear`` above. On a
-  2-core AVX2 EPYC the kernel took 200-530 us per call at 1-4 rows where torch's oneDNN pack took
-  300-830 us; on a 2-core AVX-512 Xeon it took 0.76-0.97x vLLM's ``onednn_mm`` at 1-8 rows and
-  was level at 16, where our oneDNN pack ran 1.2-1.4x behind it (the ``_linear_pointwise`` call
-  costs tens of us more per call than vLLM's handle).
+* float32, wherever oneDNN runs float32 (every x86 build of torch): ``"blocks+onednn"``, the
+  column blocks up to :data:`BLOCK_ROWS` rows, the oneDNN pack above. On a 2-core AVX2 EPYC
+  the kernel took 200-530 us per call at 1-4 rows where torch's oneDNN pack took 300-830 us; on
+  a 2-core AVX-512 Xeon it took 0.76-0.97x vLLM's ``onednn_mm`` at 1-8 rows and was level at 16,
+  where our oneDNN pack ran 1.2-1.4x behind it (the ``_linear_pointwise`` call costs tens of us
+  more per call than vLLM's handle). Above 16 rows (prefill) the plain weight's
+  ``aten.linear`` runs MKL's ``sgemm``, 1.15-1.9x vLLM's ``onednn_mm`` at 64-256 rows on a
+  2-core AVX-512 EPYC, where the oneDNN pack ran 1.03-1.29x (and 1.00-1.10x with the weight in
+  cache): so float32 keeps that pack for prefill, one more copy of the weights in host memory.
 * bfloat16 / float16 on AVX-512 builds whose CPU has oneDNN kernels for them:
   ``"blocks+onednn"``, both packs. The column blocks serve decode rows while the weight is narrow
   (up to 8 rows for N < :data:`WIDE_N`, one row otherwise); oneDNN's AMX / AVX-512-BF16 GEMM,
@@ -57,8 +61,8 @@ from ascend_ops._dispatch import native_module, native_vector_isa
 from ascend_ops._native import DTYPE_CODES
 from ascend_ops._pack_registry import PackRegistry
 
-#: Most rows the ``"blocks"`` layout serves (the kernel tiles up to 4 rows per pass over a
-#: block, so it is a decode kernel, level with oneDNN at 16).
+#: Most rows the ``"blocks"`` layout serves: a decode kernel (register tiles of up to 8 rows on
+#: AVX-512, 4 elsewhere), level with oneDNN at 16-32 rows and 1.0-1.3x behind it at 64-256.
 BLOCK_ROWS = 16
 #: Output width from which a ``"blocks+onednn"`` weight leaves every row above the first to oneDNN
 #: (SmolLM2's LM head, N = 49152: 1.4x oneDNN's time at 8 rows; its 3072-wide gate_up: level).
@@ -99,7 +103,9 @@ def packable(weight: torch.Tensor) -> str | None:
     isa = native_vector_isa()
     if isa is None:  # no ``_C`` (only reached when a caller forces the pack): oneDNN alone
         return "onednn" if _onednn_supports(weight.dtype) else None
-    if isa == "avx512" and weight.dtype != torch.float32 and _onednn_supports(weight.dtype):
+    if not _onednn_supports(weight.dtype):
+        return "blocks"
+    if weight.dtype == torch.float32 or isa == "avx512":
         return "blocks+onednn"
     return "blocks"
 
@@ -110,7 +116,7 @@ def block_rows(weight: torch.Tensor) -> int:
     kind = packable(weight)
     if kind is None or "blocks" not in kind:
         return 0
-    if kind == "blocks+onednn":
+    if kind == "blocks+onednn" and weight.dtype != torch.float32:
         return 8 if weight.shape[0] < WIDE_N else 1
     return BLOCK_ROWS
 

@@ -18,7 +18,7 @@
 // small tiles read several blocks side by side (more streams in flight: on a 2-core AVX2 EPYC a
 // read loop over two or four interleaved streams reached ~10-15% more bandwidth than over one,
 // and moe_bench.py's float32 layer at 1-16 tokens went from 1.11-1.22x to 1.00-1.12x of vLLM's
-// time). An expert whose rows need several register tiles runs them k span by k span, so its
+// time). An expert whose rows need several register tiles runs them k chunk by k chunk, so its
 // weights stream from memory once (expert_rows). Each output's sum runs in one order whatever
 // tile computes it. Each x element is broadcast against 32 columns (two 16-lane accumulators per
 // row, register tiles of up to 8 rows on AVX-512, 4 elsewhere); bf16 uses vdpbf16ps where the CPU
@@ -45,7 +45,6 @@ using namespace simd;
 constexpr int64_t kBlockCols = 32;
 constexpr int64_t kChunk = 16;  // k per partial sum
 constexpr int64_t kAhead = 64;  // software prefetch distance in k (8 KB of float32 weights)
-constexpr int64_t kSpan = 64;   // k per turn of a tile in an expert of several tiles (expert_rows)
 // Rows per register tile of the full tiles (R rows x 32 columns = 2R v16 accumulators, plus 2R
 // running totals that are touched once per kChunk k).
 // * AVX-512 (32 zmm registers): 8. With 4-row tiles an expert of 8 rows streamed each block from
@@ -223,29 +222,20 @@ void rows_over_blocks(const T* x, int64_t K, const T* const* p, T* out, int64_t 
     if (b < nblk) rows_over_blocks<T, R, G - 1>(x, K, p + b, out, N, n0 + b, nblk - b);
 }
 
-// k in [k0, k1) (a whole number of kChunk chunks from a chunk boundary, or up to K) of R rows
-// against the nblk blocks p[0..nblk), G side by side at a time: the running totals in memory (tot
-// as in store_totals) are held in registers for the span and summed into chunk by chunk, as in
-// block_tile.
+// One k chunk [k0, k1) of R rows against the nblk blocks p[0..nblk), G side by side at a time,
+// added to the running totals in memory (tot as in store_totals).
 template <typename T, int R, int G>
-void span_over_blocks(const T* x, int64_t K, const T* const* p, int64_t k0, int64_t k1, v16* tot,
-                      int64_t stride, int64_t nblk) {
+void chunk_over_blocks(const T* x, int64_t K, const T* const* p, int64_t k0, int64_t k1, v16* tot,
+                       int64_t stride, int64_t nblk) {
   int64_t b = 0;
   for (; b + G <= nblk; b += G) {
-    v16 t[R][2 * G];
+    v16 acc[R][2 * G] = {};
+    chunk<T, R, G>(x, K, p + b, k0, k1, acc);
     for (int r = 0; r < R; ++r)
-      for (int h = 0; h < 2 * G; ++h) t[r][h] = tot[r * stride + 2 * b + h];
-    for (int64_t c = k0; c < k1; c += kChunk) {
-      v16 acc[R][2 * G] = {};
-      chunk<T, R, G>(x, K, p + b, c, c + std::min(kChunk, k1 - c), acc);
-      for (int r = 0; r < R; ++r)
-        for (int h = 0; h < 2 * G; ++h) t[r][h] += acc[r][h];
-    }
-    for (int r = 0; r < R; ++r)
-      for (int h = 0; h < 2 * G; ++h) tot[r * stride + 2 * b + h] = t[r][h];
+      for (int h = 0; h < 2 * G; ++h) tot[r * stride + 2 * b + h] += acc[r][h];
   }
   if constexpr (G > 1)
-    if (b < nblk) span_over_blocks<T, R, G - 1>(x, K, p + b, k0, k1, tot + 2 * b, stride, nblk - b);
+    if (b < nblk) chunk_over_blocks<T, R, G - 1>(x, K, p + b, k0, k1, tot + 2 * b, stride, nblk - b);
 }
 
 // Calls f(std::integral_constant<int, R>{}, r0) for each register tile of an expert's rows
@@ -271,13 +261,10 @@ int64_t for_each_tile(int64_t rows, F&& f) {
 
 // Rows [m, m1) of one expert against its nblk column blocks p[0..nblk), each register tile of R
 // rows over side_by_side(R) blocks at a time. One tile: its totals stay in registers
-// (block_tile). More tiles: k span by span (kSpan k), every tile takes its turn on the span, which
-// the first tile brought into L1/L2, so the expert's weights stream from memory once (with one
-// full pass per tile, an expert of 8 + 4 rows read its weights from memory in the first pass and
-// from L2 in the second, memory idle meanwhile); the totals live in memory between turns and in
-// registers during one. Measured (2-core AVX-512 EPYC, 64 experts of a 1024 x 768 float32 weight,
-// all streamed from memory): 9 / 12 / 16 rows per expert 8.1 / 10.0 / 12.0 ms with turns of one
-// 16-k chunk and the totals in memory, 7.0 / 8.2 / 9.8 ms with 64-k spans.
+// (block_tile). More tiles: k chunk by chunk, every tile takes its turn on the chunk, which the
+// first tile brought into L1, so the expert's weights stream from memory once, all blocks of the
+// item in flight (with one full pass per tile, an expert of 8 + 4 rows read its weights from
+// memory in the first pass and from L2 in the second, memory idle meanwhile); totals in memory.
 template <typename T>
 void expert_rows(const T* x, int64_t K, const T* const* p, T* out, int64_t N, const int64_t* n0,
                  int64_t nblk, int64_t m, int64_t m1) {
@@ -297,12 +284,12 @@ void expert_rows(const T* x, int64_t K, const T* const* p, T* out, int64_t N, co
   thread_local std::vector<v16> totals;
   const int64_t stride = 2 * nblk;
   totals.assign(rows * stride, v16{});
-  for (int64_t k0 = 0; k0 < K; k0 += kSpan) {
-    const int64_t k1 = k0 + std::min(kSpan, K - k0);
+  for (int64_t k0 = 0; k0 < K; k0 += kChunk) {
+    const int64_t k1 = k0 + std::min(kChunk, K - k0);
     for_each_tile(rows, [&](auto tile, int64_t r) {
       constexpr int R = decltype(tile)::value;
-      span_over_blocks<T, R, side_by_side(R)>(xm + r * K, K, p, k0, k1, totals.data() + r * stride,
-                                              stride, nblk);
+      chunk_over_blocks<T, R, side_by_side(R)>(xm + r * K, K, p, k0, k1, totals.data() + r * stride,
+                                               stride, nblk);
     });
   }
   store_totals<T>(totals.data(), stride, rows, nblk, om, N, n0);

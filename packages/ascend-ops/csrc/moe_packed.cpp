@@ -73,6 +73,9 @@ constexpr int side_by_side(int rows) { return rows <= 2 ? 4 : (rows <= 4 ? 2 : 1
 constexpr int64_t kItemBlocks = 2;
 constexpr int side_by_side(int rows) { return rows <= 2 ? 2 : 1; }  // 16 ymm registers
 #endif
+// Most rows whose tiles take turns on one k chunk (expert_rows): their running totals, kGroupRows x
+// 2 x kItemBlocks vectors, live on the stack.
+constexpr int64_t kGroupRows = 4 * kTileRows;
 
 inline int64_t padded_k(int64_t k, int dtype) { return dtype == kBF16 ? (k + 1) / 2 * 2 : k; }
 inline int64_t col_blocks(int64_t n) { return (n + kBlockCols - 1) / kBlockCols; }
@@ -259,15 +262,15 @@ int64_t for_each_tile(int64_t rows, F&& f) {
   }
 }
 
-// Rows [m, m1) of one expert against its nblk column blocks p[0..nblk), each register tile of R
-// rows over side_by_side(R) blocks at a time. One tile: its totals stay in registers
-// (block_tile). More tiles: k chunk by chunk, every tile takes its turn on the chunk, which the
-// first tile brought into L1, so the expert's weights stream from memory once, all blocks of the
+// Rows [m, m1) (at most kGroupRows) of one expert against its nblk column blocks p[0..nblk), each
+// register tile of R rows over side_by_side(R) blocks at a time. One tile: its totals stay in
+// registers (block_tile). More tiles: k chunk by chunk, every tile takes its turn on the chunk,
+// which the first tile brought into L1, so the weights stream from memory once, all blocks of the
 // item in flight (with one full pass per tile, an expert of 8 + 4 rows read its weights from
-// memory in the first pass and from L2 in the second, memory idle meanwhile); totals in memory.
+// memory in the first pass and from L2 in the second, memory idle meanwhile); totals on the stack.
 template <typename T>
-void expert_rows(const T* x, int64_t K, const T* const* p, T* out, int64_t N, const int64_t* n0,
-                 int64_t nblk, int64_t m, int64_t m1) {
+void row_group(const T* x, int64_t K, const T* const* p, T* out, int64_t N, const int64_t* n0,
+               int64_t nblk, int64_t m, int64_t m1) {
   const int64_t rows = m1 - m;
   const T* xm = x + m * K;
   T* om = out + m * N;
@@ -281,18 +284,27 @@ void expert_rows(const T* x, int64_t K, const T* const* p, T* out, int64_t N, co
     for_each_tile(rows, one_tile);
     return;
   }
-  thread_local std::vector<v16> totals;
+  v16 totals[kGroupRows * 2 * kItemBlocks];  // 16 KB on AVX-512
   const int64_t stride = 2 * nblk;
-  totals.assign(rows * stride, v16{});
+  std::fill(totals, totals + rows * stride, v16{});
   for (int64_t k0 = 0; k0 < K; k0 += kChunk) {
     const int64_t k1 = k0 + std::min(kChunk, K - k0);
     for_each_tile(rows, [&](auto tile, int64_t r) {
       constexpr int R = decltype(tile)::value;
-      chunk_over_blocks<T, R, side_by_side(R)>(xm + r * K, K, p, k0, k1, totals.data() + r * stride,
+      chunk_over_blocks<T, R, side_by_side(R)>(xm + r * K, K, p, k0, k1, totals + r * stride,
                                                stride, nblk);
     });
   }
-  store_totals<T>(totals.data(), stride, rows, nblk, om, N, n0);
+  store_totals<T>(totals, stride, rows, nblk, om, N, n0);
+}
+
+// Rows [m, m1) of one expert: row_group on groups of up to kGroupRows rows (an expert can hold
+// many more rows than a decode step gives it; each group streams the blocks once).
+template <typename T>
+void expert_rows(const T* x, int64_t K, const T* const* p, T* out, int64_t N, const int64_t* n0,
+                 int64_t nblk, int64_t m, int64_t m1) {
+  for (int64_t g = m; g < m1; g += kGroupRows)
+    row_group<T>(x, K, p, out, N, n0, nblk, g, std::min(m1, g + kGroupRows));
 }
 
 template <typename T>

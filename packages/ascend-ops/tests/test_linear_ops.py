@@ -124,6 +124,7 @@ def test_rows_above_the_blocks_run_the_onednn_pack(dtype, n, monkeypatch):
     ascend_ops.release_linear_weight(handle)
 
 
+@pytest.mark.skipif(not ascend_ops.native_available(), reason="ascend_ops._C not built")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_block_pack_serves_decode_rows_and_leaves_prefill_to_aten(dtype, monkeypatch):
     """A weight packed in the grouped-matmul column-block layout alone (where oneDNN has no kernel

@@ -117,14 +117,16 @@ def test_packed_kernel_matches_oracle(packed_calls, dtype, experts, k, n, counts
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_packed_rows_do_not_depend_on_their_tile(packed_calls, dtype):
+@pytest.mark.parametrize(("k", "n"), [(1024, 70), (37, 200)])
+def test_packed_rows_do_not_depend_on_their_tile(packed_calls, dtype, k, n):
     """A row's output is bit-identical whichever tile computes it: 1 to 16 rows in one expert (a
     second, empty expert keeps bf16's mean of 8 rows per expert on the packed kernel). That covers
-    the single tiles (totals in registers: 1-4 rows over paired or single blocks, 8 rows on
-    AVX-512) and experts of several tiles, whose tiles take turns on each k chunk with totals in
-    memory (9-16 rows: full tiles plus a 4-, 3-, 2- or 1-row tile), and 3 column blocks of N=70
-    (an item of 2 or 3 blocks, one block short of a full item)."""
-    x, weight, _ = _problem(2, 1024, 70, [16, 0], 0, dtype)
+    the single tiles (totals in registers: 1-4 rows over 1-4 blocks at once, 8 rows on AVX-512)
+    and experts of several tiles, whose tiles take turns on each k chunk with the totals on the
+    stack (full tiles plus a 4-, 3-, 2- or 1-row tile). N = 70 is 3 column blocks (an item short
+    of its 4 blocks on AVX-512); N = 200 is 7 (a full item, then one of 3), with an odd K = 37
+    (bf16's last k pair is half padding)."""
+    x, weight, _ = _problem(2, k, n, [16, 0], 0, dtype)
     handle = _native_moe.pack(weight)
     try:
         with ascend_ops.use_backend("native"):
@@ -136,6 +138,27 @@ def test_packed_rows_do_not_depend_on_their_tile(packed_calls, dtype):
     for rows, out in enumerate(outs, start=1):
         assert torch.equal(out, outs[-1][:rows]), f"{rows} rows differ from the 16-row result"
     _check(outs[-1], x, weight, torch.tensor([16, 0]), dtype)
+
+
+def test_packed_expert_of_more_rows_than_one_group(packed_calls):
+    """An expert holding more rows than one group of interleaved tiles (``kGroupRows``: 32 on
+    AVX-512, 16 elsewhere) -- possible whenever the mean rows per expert stays small -- runs its
+    rows group by group: 100 rows in one expert of 8 (mean 12.5), each row bit-identical to the
+    same row computed alone, all within rounding of the oracle."""
+    x, weight, counts = _problem(8, 96, 200, [100, 0, 0, 0, 0, 0, 0, 0], 0, torch.float32)
+    handle = _native_moe.pack(weight)
+    try:
+        with ascend_ops.use_backend("native"):
+            got = ascend_ops.grouped_matmul(x, weight, counts, handle)
+            alone = [ascend_ops.grouped_matmul(x[r : r + 1], weight,
+                                               torch.tensor([1, 0, 0, 0, 0, 0, 0, 0]), handle)
+                     for r in (0, 31, 32, 63, 64, 99)]
+    finally:
+        ascend_ops.release_grouped_matmul_weight(handle)
+    assert len(packed_calls) == 7
+    for r, row in zip((0, 31, 32, 63, 64, 99), alone, strict=True):
+        assert torch.equal(got[r : r + 1], row), f"row {r} differs from the row computed alone"
+    _check(got, x, weight, counts, torch.float32)
 
 
 def test_pack_follows_in_place_writes_and_refuses_another_weight(packed_calls):

@@ -13,7 +13,8 @@ then give an unquantized layer :class:`PackedLinearMethod` / :class:`PackedLMHea
 the weights load, ``process_weights_after_loading`` asks ``ascend_ops.pack_linear_weight`` for a
 handle: on host tensors with the native backend (CPU emulation) that is a packed copy kept
 inside ascend_ops (the grouped-matmul column blocks for decode rows, and oneDNN's layout for
-wider bfloat16 / float16 inputs on AVX-512 builds: ``ascend_ops._native_linear``); anywhere
+larger inputs: float32 prefill, wider bfloat16 / float16 inputs on AVX-512 builds:
+``ascend_ops._native_linear``); anywhere
 else (NPU, simulated NPU) it is -1 and ``apply`` is vLLM's own.
 ``layer.weight`` stays the plain [N, K] tensor (LoRA, sleep mode and weight reloads use it;
 ascend_ops rebuilds a pack whose weight was rewritten).

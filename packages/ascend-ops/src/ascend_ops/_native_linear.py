@@ -24,7 +24,8 @@ Layouts (:func:`packable` names them, :func:`block_rows` says which rows each se
 Which, by the vector ISA ``_C`` was built for and the dtype (measured, benchmarks/README.md,
 ``benchmarks/linear_bench.py`` at SmolLM2's shapes, weights streamed from memory):
 
-* float32, wherever oneDNN runs float32 (every x86 build of torch): ``"blocks+onednn"``, the
+* float32, wherever oneDNN runs float32 (every x86 build of torch; aarch64 builds too, not
+  measured there): ``"blocks+onednn"``, the
   column blocks up to :data:`BLOCK_ROWS` rows, the oneDNN pack above. On a 2-core AVX2 EPYC
   the kernel took 200-530 us per call at 1-4 rows where torch's oneDNN pack took 300-830 us; on
   a 2-core AVX-512 Xeon it took 0.76-0.97x vLLM's ``onednn_mm`` at 1-8 rows and was level at 16,

@@ -17,9 +17,10 @@ Prepacked experts: :func:`pack` copies a weight once into ``_C``'s column-block 
 (``csrc/moe_packed.cpp``: per expert, blocks of 32 output columns each holding its K x 32 weights
 contiguously, k-major; bf16 in k pairs for AVX512-BF16's ``vdpbf16ps``), kept here under an
 integer handle like ``_native_linear``'s packs; ``grouped_matmul(..., handle)`` at decode sizes
-then streams one contiguous block per work item. The plain weight stays the source of truth: a
-pack is rebuilt when its weight was written in place (``_version``) or moved (``data_ptr``). The
-copy costs the experts' weight bytes once more in host memory.
+then streams the contiguous blocks of a work item (up to 4 on AVX-512 builds, 2 elsewhere). The
+plain weight stays the source of truth: a pack is rebuilt when its weight was written in place
+(``_version``) or moved (``data_ptr``). The copy costs the experts' weight bytes once more in
+host memory.
 """
 
 from __future__ import annotations

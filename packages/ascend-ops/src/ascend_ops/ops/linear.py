@@ -59,8 +59,9 @@ def pack_linear_weight(weight: torch.Tensor) -> int:
 
     Returns -1 (plain ``aten.linear``) unless the weight is a 2-D CPU tensor, the native backend
     is the one that would run and a packing applies (``_native_linear.packable``: ``_C``'s column
-    blocks for decode rows, every float dtype; on AVX-512 builds bfloat16 / float16 also keep
-    PyTorch's oneDNN pack for larger inputs where the CPU has those kernels). The pack is rebuilt
+    blocks for decode rows, every float dtype; PyTorch's oneDNN pack beside them for larger
+    inputs: float32 wherever oneDNN runs float32, bfloat16 / float16 on AVX-512 builds where the
+    CPU has those kernels). The pack is rebuilt
     on first use after ``weight`` is written in place or moved. Raises TypeError for a non-float
     ``weight``.
     """

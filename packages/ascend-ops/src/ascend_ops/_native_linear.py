@@ -58,6 +58,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ascend_ops import _host_memory as host_memory
 from ascend_ops._dispatch import native_module, native_vector_isa
 from ascend_ops._native import DTYPE_CODES
 from ascend_ops._pack_registry import PackRegistry
@@ -126,7 +127,7 @@ def _pack_blocks(w: torch.Tensor) -> torch.Tensor:
     mod = native_module()
     n, k = w.shape
     code = DTYPE_CODES[w.dtype]
-    packed = torch.empty(mod.grouped_weight_packed_size(1, k, n, code), dtype=w.dtype)
+    packed = host_memory.empty(mod.grouped_weight_packed_size(1, k, n, code), w.dtype)
     # [N, K] seen as one expert's [K, N]: stride along K is w.stride(1), along N w.stride(0)
     mod.pack_grouped_weight(w.data_ptr(), packed.data_ptr(), 1, k, n, 0, w.stride(1), w.stride(0),
                             code)

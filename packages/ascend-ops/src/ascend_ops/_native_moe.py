@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ascend_ops import _host_memory as host_memory
 from ascend_ops._dispatch import native_module
 from ascend_ops._native import DTYPE_CODES
 from ascend_ops._pack_registry import PackRegistry
@@ -149,7 +150,7 @@ def _build(weight: torch.Tensor) -> _Pack:
     mod = native_module()
     experts, k, n = weight.shape
     code = DTYPE_CODES[weight.dtype]
-    packed = torch.empty(mod.grouped_weight_packed_size(experts, k, n, code), dtype=weight.dtype)
+    packed = host_memory.empty(mod.grouped_weight_packed_size(experts, k, n, code), weight.dtype)
     w = weight.detach()
     mod.pack_grouped_weight(w.data_ptr(), packed.data_ptr(), experts, k, n, *w.stride(), code)
     return _Pack(packed, tuple(weight.shape), weight._version, weight.data_ptr())

@@ -160,6 +160,20 @@ def ascend_moe(w13, w2, top_k: int, renormalize: bool, backend: str):
 
 
 # ---- harness ------------------------------------------------------------------------------------
+def pages_note() -> str:
+    """Which side's weights sit on 2 MiB pages: ours packs into mappings advised MADV_HUGEPAGE
+    (``ascend_ops._host_memory``; ``ASCEND_OPS_HUGE_PAGES=0`` turns it off); vLLM's prepacked
+    weights come from torch's allocator, which asks for huge pages only with
+    ``THP_MEM_ALLOC_ENABLE=1`` (read by torch at its first allocation), or get them from the
+    kernel when transparent huge pages are ``always``."""
+    from ascend_ops import _host_memory
+
+    torch_thp = os.environ.get("THP_MEM_ALLOC_ENABLE", "0") not in ("", "0")
+    return (f"pages: kernel THP {_host_memory.thp_mode()}, our packs "
+            f"{'MADV_HUGEPAGE' if _host_memory.enabled() else 'plain'}, torch allocator "
+            f"{'THP_MEM_ALLOC_ENABLE=1' if torch_thp else 'plain'}")
+
+
 def best_call_ms(fn, args, reps: int, flush: torch.Tensor | None) -> float:
     best = float("inf")
     for _ in range(reps):
@@ -218,6 +232,7 @@ def main() -> None:
     print(f"vllm {vllm.__version__}, torch {torch.__version__}, threads {torch.get_num_threads()}, "
           f"layer: hidden {a.hidden}, experts {a.experts}, top_k {a.top_k}, inter {a.inter}, "
           f"cache flush {a.flush_mb} MB")
+    print(pages_note())
     cases = []  # (dtype, tokens, inputs, {path: fn}, errors)
     for dtype in dtypes:
         w13, w2 = make_weights(a.experts, a.hidden, a.inter, dtype)

@@ -143,6 +143,11 @@ def main() -> int:
     gbs = read_bandwidth_gbs(args.threads)
     print(f"read bandwidth {gbs:.1f} GB/s (x.sum() over 1 GiB, {args.threads} threads, best of 5; "
           f"load {os.getloadavg()[0]:.1f})", flush=True)
+    from ascend_ops import _host_memory
+
+    print(f"pages: kernel THP {_host_memory.thp_mode()}, our column-block packs "
+          f"{'MADV_HUGEPAGE' if _host_memory.enabled() else 'plain'} (ASCEND_OPS_HUGE_PAGES)",
+          flush=True)
     for dtype in args.dtypes.split(","):
         wbytes = weight_bytes(model, dtype)
         bound_ms = wbytes / (gbs * 1e9) * 1e3

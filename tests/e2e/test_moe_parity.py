@@ -30,7 +30,8 @@ def _parity(path, label):
     verdicts = [judge(list(o.outputs[0].token_ids), vllm_step_logprobs(o.outputs[0]),
                       oracle.greedy(p, NEW)) for o, p in zip(outs, prompts, strict=True)]
     assert_batch_parity(verdicts, min_identical=len(TEXTS) - 1, label=label)
-    for op in ("moe_gating_top_k", "moe_init_routing", "grouped_matmul", "moe_finalize_routing"):
+    for op in ("moe_gating_top_k", "moe_init_routing", "grouped_matmul_swiglu", "grouped_matmul",
+               "moe_finalize_routing"):
         assert counts.get(op, 0) > 0, f"{op} never ran: the Ascend MoE path was not used ({counts})"
 
 

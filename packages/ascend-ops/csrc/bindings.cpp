@@ -32,6 +32,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("grouped_weight_packed_size", &grouped_weight_packed_size);
   m.def("pack_grouped_weight", &pack_grouped_weight, nogil);
   m.def("grouped_matmul_packed", &grouped_matmul_packed, nogil);
+  m.def("grouped_matmul_packed_swiglu", &grouped_matmul_packed_swiglu, nogil);
   m.def("moe_gating_top_k", &moe_gating_top_k, nogil);
   m.def("moe_init_routing", &moe_init_routing, nogil);
   m.def("moe_finalize_routing", &moe_finalize_routing, nogil);

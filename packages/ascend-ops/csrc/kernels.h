@@ -42,6 +42,11 @@ void pack_grouped_weight(uintptr_t weight, uintptr_t packed, int64_t experts, in
                          int64_t stride_e, int64_t stride_k, int64_t stride_n, int dtype);
 void grouped_matmul_packed(uintptr_t x, uintptr_t packed, uintptr_t group_list, uintptr_t out,
                            int64_t rows, int64_t k, int64_t n, int64_t experts, int dtype);
+// The same matmul with SwiGLU on its [rows, n] output, written as [rows, n / 2]
+// (moe_packed_swiglu.cpp; n / 2 a multiple of 32).
+void grouped_matmul_packed_swiglu(uintptr_t x, uintptr_t packed, uintptr_t group_list,
+                                  uintptr_t out, int64_t rows, int64_t k, int64_t n,
+                                  int64_t experts, int dtype);
 // MoE routing (moe_routing.cpp).
 void moe_gating_top_k(uintptr_t logits, uintptr_t weights, uintptr_t ids, int64_t tokens,
                       int64_t experts, int64_t top_k, bool sigmoid, bool renormalize, double scale,

@@ -87,17 +87,7 @@ void swiglu(uintptr_t x, uintptr_t out, int64_t rows, int64_t inter, int dtype) 
 #pragma omp parallel for schedule(static) if (par)
     for (int64_t r = 0; r < rows; ++r) {
       const T* gate = xp + r * 2 * inter;
-      const T* up = gate + inter;
-      T* o = op + r * inter;
-      const int64_t iv = inter - inter % 8;
-      for (int64_t i = 0; i < iv; i += 8) {  // simd.h exp8 = fast_exp lane by lane
-        const simd::v8 g = simd::load8(gate + i);
-        simd::store8(o + i, g / (1.0f + simd::exp8(-g)) * simd::load8(up + i));
-      }
-      for (int64_t i = iv; i < inter; ++i) {
-        const float g = to_float(gate[i]);
-        o[i] = from_float<T>(g / (1.0f + fast_exp(-g)) * to_float(up[i]));
-      }
+      simd::swiglu_row(gate, gate + inter, op + r * inter, inter);
     }
   });
 }

@@ -95,6 +95,23 @@ inline v8 exp8(v8 x) {
   return p * as_f(((u32x8)__builtin_convertvector(n, i32x8) + 127u) << 23);
 }
 
+// SwiGLU of one row, n outputs: o[i] = gate[i] * sigmoid(gate[i]) * up[i] in float32, rounded to
+// T once (torch_npu npu_swiglu; ascend_ops.reference.activation.swiglu). The one formula of
+// norm_act.cpp's swiglu and moe_packed_swiglu.cpp's fused grouped matmul, so both give the same
+// bits.
+template <typename T>
+inline void swiglu_row(const T* gate, const T* up, T* o, int64_t n) {
+  const int64_t nv = n - n % 8;
+  for (int64_t i = 0; i < nv; i += 8) {
+    const v8 g = load8(gate + i);
+    store8(o + i, g / (1.0f + exp8(-g)) * load8(up + i));
+  }
+  for (int64_t i = nv; i < n; ++i) {
+    const float g = to_float(gate[i]);
+    o[i] = from_float<T>(g / (1.0f + fast_exp(-g)) * to_float(up[i]));
+  }
+}
+
 #ifdef __AVX512F__
 typedef float v16 __attribute__((vector_size(64)));
 typedef uint32_t u32x16 __attribute__((vector_size(64)));

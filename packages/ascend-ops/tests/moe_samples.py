@@ -30,6 +30,7 @@ def opcheck_samples() -> dict:
         "moe_init_routing": (p["x"], p["ids"]),
         "moe_finalize_routing": (rows, p["scales"], row_idx, p["ids"], torch.randn(5, 8), torch.randn(6, 8)),
         "grouped_matmul": (torch.randn(7, 8), torch.randn(3, 8, 5), torch.tensor([2, 0, 4])),
+        "grouped_matmul_swiglu": (torch.randn(7, 8), torch.randn(3, 8, 6), torch.tensor([2, 0, 4]), -1),
     }
 
 
@@ -58,6 +59,8 @@ def run_moe_ops(dtype=torch.float32) -> dict:
     counts = torch.bincount(got[2].long(), minlength=5)
     r["grouped_matmul"] = (ascend_ops.grouped_matmul(got[0], p["w13"], counts),
                            ref.grouped_matmul(got[0], p["w13"], counts))
+    r["grouped_matmul_swiglu"] = (ascend_ops.grouped_matmul_swiglu(got[0], p["w13"], counts),
+                                  ref.grouped_matmul_swiglu(got[0], p["w13"], counts))
     y = got[0]
     scales = p["scales"].to(dtype)
     skip = torch.randn(6, 8, generator=g).to(dtype)

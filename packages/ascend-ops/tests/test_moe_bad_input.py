@@ -36,6 +36,10 @@ L = torch.randn(3, 8)
          ValueError, "group_list"),
         (lambda: ascend_ops.grouped_matmul(torch.randn(4, 8), torch.randn(2, 8, 3).double(), torch.tensor([2, 2])),
          TypeError, "weight"),
+        (lambda: ascend_ops.grouped_matmul_swiglu(torch.randn(4, 8), torch.randn(2, 8, 5), torch.tensor([2, 2])),
+         ValueError, "odd N = 5"),
+        (lambda: ascend_ops.grouped_matmul_swiglu(torch.randn(4, 8), torch.randn(2, 6, 4), torch.tensor([2, 2])),
+         ValueError, "weight"),
     ],
 )
 def test_bad_input_names_argument(call, exc, match):

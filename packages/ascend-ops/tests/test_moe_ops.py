@@ -131,6 +131,26 @@ def test_routing_and_gmm_match_reference(backend, tokens, experts, top_k):
     )
 
 
+@pytest.mark.parametrize("tokens,experts,top_k", [(1, 4, 1), (6, 8, 2), (0, 3, 2)])
+def test_grouped_matmul_swiglu_is_swiglu_of_grouped_matmul(backend, tokens, experts, top_k):
+    p = routing_problem(tokens=tokens, experts=experts, top_k=top_k, seed=tokens)
+    ex, _, ex_ids = ascend_ops.moe_init_routing(p["x"], p["ids"])
+    counts = torch.bincount(ex_ids.long(), minlength=experts)
+    got = ascend_ops.grouped_matmul_swiglu(ex, p["w13"], counts)
+    assert got.shape == (tokens * top_k, p["w13"].shape[2] // 2)
+    torch.testing.assert_close(got, ref.grouped_matmul_swiglu(ex, p["w13"], counts))
+    torch.testing.assert_close(got, ascend_ops.swiglu(ascend_ops.grouped_matmul(ex, p["w13"], counts)))
+
+
+def test_grouped_matmul_swiglu_passes_opcheck():
+    from moe_samples import opcheck_samples
+
+    with ascend_ops.use_backend("reference"):
+        torch.library.opcheck(torch.ops.ascend.grouped_matmul_swiglu,
+                              opcheck_samples()["grouped_matmul_swiglu"],
+                              test_utils=("test_schema", "test_faketensor"))
+
+
 def test_moe_ops_count_their_backend(backend):
     ascend_ops.reset_call_counts()
     ascend_ops.moe_gating_top_k(torch.randn(2, 4), 1)

@@ -66,7 +66,7 @@ def test_npu_branch_of_every_op_matches_reference(simulated_npu, dtype):
     assert {op for op, backend in counts if backend != "npu"} == set(), "an op left the npu branch"
     assert {"rms_norm", "add_rms_norm", "swiglu", "rotary_embedding", "reshape_and_cache", "fused_infer_attention",
             "moe_gating_top_k", "moe_init_routing", "moe_finalize_routing",
-            "grouped_matmul"} <= {op for op, _ in counts}
+            "grouped_matmul", "grouped_matmul_swiglu"} <= {op for op, _ in counts}
     launched = set(simulator.ledger().launches)
     assert {"npu_rms_norm", "npu_add_rms_norm", "npu_swiglu", "_npu_rotary_embedding", "_npu_reshape_and_cache",
             "npu_fused_infer_attention_score", "npu_moe_gating_top_k", "npu_moe_init_routing",

@@ -188,11 +188,12 @@ def ascend_moe_forward(layer, x: torch.Tensor, router_logits: torch.Tensor) -> t
     w2 = layer.w2_weight.transpose(1, 2)  # [E, I, H]
     h13 = layer.__dict__.get("ascend_w13_handle", NO_PACK)
     h2 = layer.__dict__.get("ascend_w2_handle", NO_PACK)
-    h = ascend_ops.grouped_matmul(expanded_x, w13, counts, h13)
     lora = layer.__dict__.get("_ascend_expert_lora")  # set by AscendFusedMoEWithLoRA
-    if lora is None:
-        y = ascend_ops.grouped_matmul(ascend_ops.swiglu(h), w2, counts, h2)
+    if lora is None:  # the w13 product and its SwiGLU in one op (one pass on the native backend)
+        act = ascend_ops.grouped_matmul_swiglu(expanded_x, w13, counts, h13)
+        y = ascend_ops.grouped_matmul(act, w2, counts, h2)
         return ascend_ops.moe_finalize_routing(y, weights.to(y.dtype), row_idx, ids)
+    h = ascend_ops.grouped_matmul(expanded_x, w13, counts, h13)
     from vllm_ascend_models.lora import moe_experts
 
     slots = moe_experts.expert_lora_slots(lora, row_idx, expanded_ids, x.shape[0], num_local)

@@ -24,6 +24,7 @@ from ascend_ops.ops.lora import lora_expand, lora_linear, lora_shrink, sgmv_expa
 from ascend_ops.ops.mla import mla_decode, mla_gather_context, mla_prefill
 from ascend_ops.ops.moe import (
     grouped_matmul,
+    grouped_matmul_swiglu,
     moe_finalize_routing,
     moe_gating_top_k,
     moe_init_routing,
@@ -50,6 +51,7 @@ OPS = (
     "moe_init_routing",
     "moe_finalize_routing",
     "grouped_matmul",
+    "grouped_matmul_swiglu",
 )
 
 #: the MLA ops (ascend_ops.ops.mla), listed apart from OPS
@@ -92,6 +94,7 @@ __all__ = [
     "fused_infer_attention_workspace",
     "greedy_argmax",
     "grouped_matmul",
+    "grouped_matmul_swiglu",
     "grouped_quant_matmul",
     "linear",
     "lora_expand",

@@ -212,3 +212,25 @@ def grouped_matmul(x, weight, group_list, handle: int = -1):
             torch.mm(x[start : start + rows], weight[e], out=out[start : start + rows])
         start += rows
     return out
+
+
+def grouped_matmul_swiglu(x, weight, group_list, handle: int = -1):
+    """swiglu(grouped_matmul(x, weight, group_list, handle)) with the same bits; in one pass of
+    ``_C.grouped_matmul_packed_swiglu`` (``csrc/moe_packed_swiglu.cpp``) where the packed kernel
+    would run and the up half starts on a column block (N / 2 a multiple of 32), else the two
+    ops one after the other."""
+    num_experts, k, n = weight.shape
+    small = x.shape[0] <= SMALL_GROUP_ROWS[x.dtype] * num_experts
+    entry = _packed_entry(weight, handle) if small and n % 64 == 0 else None
+    if entry is None:
+        from ascend_ops import _native
+
+        return _native.swiglu(grouped_matmul(x, weight, group_list, handle))
+    x = x.contiguous()
+    counts = group_list.to(torch.int64).contiguous()
+    out = x.new_empty(x.shape[0], n // 2)
+    native_module().grouped_matmul_packed_swiglu(
+        x.data_ptr(), entry.packed.data_ptr(), counts.data_ptr(), out.data_ptr(), x.shape[0], k,
+        n, num_experts, DTYPE_CODES[x.dtype],
+    )
+    return out

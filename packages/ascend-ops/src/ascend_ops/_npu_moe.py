@@ -83,3 +83,9 @@ def grouped_matmul(x, weight, group_list):
         group_list_type=1,
     )
     return out
+
+
+def grouped_matmul_swiglu(x, weight, group_list):
+    # torch_npu has no unquantized fused form (npu_grouped_matmul_swiglu_quant is W8A8 only): the
+    # two operators, as vllm-ascend's unquantized MoE runs them.
+    return torch_npu().npu_swiglu(grouped_matmul(x, weight, group_list), dim=-1)

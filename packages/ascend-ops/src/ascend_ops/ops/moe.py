@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
 """MoE ops: ``torch.ops.ascend.moe_gating_top_k``, ``moe_init_routing``, ``moe_finalize_routing``,
-``grouped_matmul``.
+``grouped_matmul``, ``grouped_matmul_swiglu``.
 
 Semantics and index conventions are written out in ``ascend_ops.reference.moe`` (the oracle); the
 NPU branch maps each op onto its torch_npu operator (``ascend_ops._npu_moe``); the ``native``
 backend runs a vectorized torch implementation (``ascend_ops._native_moe``), with a C++ kernel
-(``_C.grouped_matmul``) for ``grouped_matmul`` at decode-sized groups on N-major weights.
+(``_C.grouped_matmul``) for ``grouped_matmul`` at decode-sized groups on N-major weights, and
+kernels on prepacked experts (``_C.grouped_matmul_packed``, ``_C.grouped_matmul_packed_swiglu``).
 """
 
 from __future__ import annotations
@@ -102,6 +103,13 @@ def check_grouped_matmul(x, weight, group_list) -> None:
         )
 
 
+def check_grouped_matmul_swiglu(x, weight, group_list) -> None:
+    check_grouped_matmul(x, weight, group_list)
+    if weight.shape[2] % 2:
+        raise ValueError(f"weight must be [E, K, 2I] (gate columns then up columns), got an odd N = "
+                         f"{weight.shape[2]}")
+
+
 # ----------------------------------------------------------------------------- custom ops
 
 
@@ -191,6 +199,24 @@ def _(x, weight, group_list, handle):
     return x.new_empty((x.shape[0], weight.shape[2]))
 
 
+def _gmm_swiglu_impl(x: torch.Tensor, weight: torch.Tensor, group_list: torch.Tensor,
+                     handle: int) -> torch.Tensor:
+    backend = select_backend(x)
+    count("grouped_matmul_swiglu", backend)
+    if backend == "native":
+        return _native_moe.grouped_matmul_swiglu(x, weight, group_list, handle)
+    return _impl(backend).grouped_matmul_swiglu(x, weight, group_list)  # the handle is CPU-only
+
+
+_gmm_swiglu_op = torch.library.custom_op("ascend::grouped_matmul_swiglu", mutates_args=())(
+    _gmm_swiglu_impl)
+
+
+@_gmm_swiglu_op.register_fake
+def _(x, weight, group_list, handle):
+    return x.new_empty((x.shape[0], weight.shape[2] // 2))
+
+
 # ----------------------------------------------------------------------------- public wrappers
 
 
@@ -277,6 +303,25 @@ def grouped_matmul(x: torch.Tensor, weight: torch.Tensor, group_list: torch.Tens
     if eager_direct(x, weight, group_list):
         return _gmm_impl(x, weight, group_list, int(handle))
     return torch.ops.ascend.grouped_matmul(x, weight, group_list, int(handle))
+
+
+def grouped_matmul_swiglu(x: torch.Tensor, weight: torch.Tensor, group_list: torch.Tensor,
+                          handle: int = -1) -> torch.Tensor:
+    """The first expert matmul of an MoE layer and its activation: ``swiglu(grouped_matmul(x,
+    weight, group_list, handle))`` (torch_npu ``npu_grouped_matmul`` then ``npu_swiglu``).
+
+    Shapes: ``x`` [M, K], ``weight`` [E, K, 2I] same float dtype (vLLM's ``w13_weight`` [E, 2I, K]
+    transposed: gate columns [0, I), up columns [I, 2I)), ``group_list`` [E] int row counts.
+    Returns [M, I]: ``gate * sigmoid(gate) * up`` of each row's product, the product rounded to
+    x's dtype first, as the two ops give it. The native CPU backend runs both in one pass over the
+    prepacked weight (``handle`` from :func:`pack_grouped_matmul_weight`, I a multiple of 32) and
+    never writes the [M, 2I] product; otherwise, and on the NPU, the two ops run in turn. Raises
+    what :func:`grouped_matmul` raises, and ValueError for an odd N.
+    """
+    check_grouped_matmul_swiglu(x, weight, group_list)
+    if eager_direct(x, weight, group_list):
+        return _gmm_swiglu_impl(x, weight, group_list, int(handle))
+    return torch.ops.ascend.grouped_matmul_swiglu(x, weight, group_list, int(handle))
 
 
 def pack_grouped_matmul_weight(weight: torch.Tensor) -> int:

@@ -19,11 +19,15 @@ Semantics followed (and written out here so tests can read them):
   sum_j scales[t, j] * (rows[expanded_row_idx[j*T + t]] + bias[expert_idx[t, j]]).
 * grouped matmul (``npu_grouped_matmul`` with one weight tensor [E, K, N], ``group_list_type=1``):
   consecutive row blocks of x, of sizes group_list[e], are multiplied by weight[e].
+* grouped matmul + SwiGLU: ``swiglu(grouped_matmul(x, weight, group_list))`` with the product
+  rounded to x's dtype in between, as when ``npu_grouped_matmul`` then ``npu_swiglu`` run.
 """
 
 from __future__ import annotations
 
 import torch
+
+from ascend_ops.reference.activation import swiglu
 
 
 def moe_gating_top_k(
@@ -121,3 +125,10 @@ def grouped_matmul(x: torch.Tensor, weight: torch.Tensor, group_list: torch.Tens
             out[start : start + n] = x[start : start + n].float() @ weight[e].float()
         start += n
     return out.to(x.dtype)
+
+
+def grouped_matmul_swiglu(x: torch.Tensor, weight: torch.Tensor,
+                          group_list: torch.Tensor) -> torch.Tensor:
+    """x [M, K], weight [E, K, 2I] (gate columns then up columns) -> [M, I]: the SwiGLU of
+    :func:`grouped_matmul`'s output."""
+    return swiglu(grouped_matmul(x, weight, group_list))

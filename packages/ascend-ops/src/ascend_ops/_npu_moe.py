@@ -87,6 +87,5 @@ def grouped_matmul(x, weight, group_list):
 
 def grouped_matmul_swiglu(x, weight, group_list):
     # torch_npu has no unquantized fused form (npu_grouped_matmul_swiglu_quant takes int8 weights
-    # with weight_scale and x_scale): the
-    # two operators, as vllm-ascend's unquantized MoE runs them.
+    # with weight_scale and x_scale): the two operators, as vllm-ascend's unquantized MoE runs them.
     return torch_npu().npu_swiglu(grouped_matmul(x, weight, group_list), dim=-1)

@@ -72,11 +72,13 @@ def make_inputs(t: int, h: int, e: int, dtype: torch.dtype, seed: int):
 
 
 # ---- vLLM's CPU path ---------------------------------------------------------------------------
-def vllm_cpu_moe(w13, w2, top_k: int, renormalize: bool):
+def vllm_cpu_moe(w13, w2, top_k: int, renormalize: bool, huge_pages: bool = False):
     """Build vLLM's CPU MoE (router + modular kernel) for these weights; returns (fn, class name).
 
     ``fn(x, logits)`` is what the runner runs per forward for a non-monolithic method: the router's
     ``select_experts`` then ``moe_kernel.apply`` (``UnquantizedFusedMoEMethod.forward_native``).
+    ``huge_pages``: move vLLM's prepacked weights onto 2 MiB pages (:func:`collapse_to_huge_pages`),
+    as ours are, to compare the kernels on equal pages.
     """
     from vllm.model_executor.layers.fused_moe.activation import MoEActivation
     from vllm.model_executor.layers.fused_moe.config import (
@@ -120,6 +122,8 @@ def vllm_cpu_moe(w13, w2, top_k: int, renormalize: bool):
     layer.w2_weight = torch.nn.Parameter(w2.clone(), requires_grad=False)
     kernel.fused_experts.process_weights_after_loading(layer)
     router = CPURouter(top_k=top_k, global_num_experts=e, renormalize=renormalize)
+    if huge_pages:
+        collapse_to_huge_pages(layer.w13_weight, layer.w2_weight)
 
     def fn(x, logits):
         weights, ids = router.select_experts(hidden_states=x, router_logits=logits)
@@ -160,6 +164,26 @@ def ascend_moe(w13, w2, top_k: int, renormalize: bool, backend: str):
 
 
 # ---- harness ------------------------------------------------------------------------------------
+MADV_HUGEPAGE, MADV_COLLAPSE = 14, 25  # linux/mman.h; MADV_COLLAPSE since Linux 6.1
+
+
+def collapse_to_huge_pages(*tensors: torch.Tensor) -> None:
+    """Advise the whole 2 MiB pages under each tensor's storage MADV_HUGEPAGE and collapse them
+    into huge pages now (madvise(2) ``MADV_COLLAPSE``); SystemExit when the kernel refuses."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    huge = 2 << 20
+    for t in tensors:
+        start, nbytes = t.untyped_storage().data_ptr(), t.untyped_storage().nbytes()
+        lo, hi = -(-start // huge) * huge, (start + nbytes) // huge * huge
+        for advice in (MADV_HUGEPAGE, MADV_COLLAPSE):
+            if hi > lo and libc.madvise(lo, hi - lo, advice) != 0:
+                raise SystemExit(f"madvise({advice}) failed: errno {ctypes.get_errno()} "
+                                 "(MADV_COLLAPSE needs Linux >= 6.1 and THP not 'never')")
+
+
 def pages_note() -> str:
     """Which side's weights sit on 2 MiB pages: ours packs into mappings advised MADV_HUGEPAGE
     (``ascend_ops._host_memory``; ``ASCEND_OPS_HUGE_PAGES=0`` turns it off); vLLM's prepacked
@@ -222,6 +246,8 @@ def main() -> None:
     ap.add_argument("--no-ref", action="store_true", help="skip the reference backend")
     ap.add_argument("--flush-mb", type=int, default=128,
                     help="MB read before each timed call to evict the caches (0: off)")
+    ap.add_argument("--vllm-huge-pages", action="store_true",
+                    help="collapse vLLM's prepacked expert weights onto 2 MiB pages, as ours are")
     a = ap.parse_args()
     tokens = [int(t) for t in a.tokens.split(",")]
     dtypes = [getattr(torch, d) for d in a.dtypes.split(",")]
@@ -232,11 +258,11 @@ def main() -> None:
     print(f"vllm {vllm.__version__}, torch {torch.__version__}, threads {torch.get_num_threads()}, "
           f"layer: hidden {a.hidden}, experts {a.experts}, top_k {a.top_k}, inter {a.inter}, "
           f"cache flush {a.flush_mb} MB")
-    print(pages_note())
+    print(pages_note() + (", vLLM's prepacked experts MADV_COLLAPSE" if a.vllm_huge_pages else ""))
     cases = []  # (dtype, tokens, inputs, {path: fn}, errors)
     for dtype in dtypes:
         w13, w2 = make_weights(a.experts, a.hidden, a.inter, dtype)
-        vfn, vname = vllm_cpu_moe(w13, w2, a.top_k, renorm)
+        vfn, vname = vllm_cpu_moe(w13, w2, a.top_k, renorm, a.vllm_huge_pages)
         paths = {"vllm": vfn, "ours": ascend_moe(w13, w2, a.top_k, renorm, "native")}
         if not a.no_ref:
             paths["ref"] = ascend_moe(w13, w2, a.top_k, renorm, "reference")

@@ -16,14 +16,14 @@ E, H, INTER, T = 8, 16, 12, 7
 
 
 def _layer(top_k=2, renormalize=True, scoring="softmax", groups=None, topk_group=None, bias=None,
-           scale=1.0, expert_map=None, seed=0):
+           scale=1.0, expert_map=None, seed=0, inter=INTER):
     g = torch.Generator().manual_seed(seed)
     return SimpleNamespace(
         top_k=top_k, renormalize=renormalize, scoring_func=scoring, use_grouped_topk=groups is not None,
         num_expert_group=groups, topk_group=topk_group, e_score_correction_bias=bias,
         routed_scaling_factor=scale, expert_map=expert_map,
-        w13_weight=torch.randn(E, 2 * INTER, H, generator=g) / H**0.5,  # vLLM layout [E, 2I, H]
-        w2_weight=torch.randn(E, H, INTER, generator=g) / INTER**0.5,  # [E, H, I]
+        w13_weight=torch.randn(E, 2 * inter, H, generator=g) / H**0.5,  # vLLM layout [E, 2I, H]
+        w2_weight=torch.randn(E, H, inter, generator=g) / inter**0.5,  # [E, H, I]
     )
 
 
@@ -51,7 +51,8 @@ def _naive(layer, x, logits):
         w = w * layer.routed_scaling_factor
         for wi, e in zip(w, ids.tolist(), strict=True):
             gate_up = layer.w13_weight[e].double() @ x[t].double()
-            act = torch.nn.functional.silu(gate_up[:INTER]) * gate_up[INTER:]
+            inter = gate_up.shape[0] // 2
+            act = torch.nn.functional.silu(gate_up[:inter]) * gate_up[inter:]
             out[t] += wi * (layer.w2_weight[e].double() @ act)
     return out
 
@@ -161,6 +162,30 @@ def test_packed_experts_give_the_same_output_and_are_released(monkeypatch):
     del layer
     gc.collect()
     assert _native_moe.pack_count() == before
+
+
+def test_w13_and_swiglu_run_in_one_pass_when_the_intermediate_fills_column_blocks(monkeypatch):
+    """moe_intermediate_size a multiple of 32: the packed w13 product and its SwiGLU are one
+    kernel call (``_C.grouped_matmul_packed_swiglu``), then the packed w2."""
+    import ascend_ops
+    from ascend_ops._dispatch import native_module
+    from vllm_ascend_models.moe import pack_expert_weights
+
+    if not ascend_ops.native_available():
+        pytest.skip("ascend_ops._C is not built")
+    calls = []
+    for name in ("grouped_matmul_packed_swiglu", "grouped_matmul_packed"):
+        real = getattr(native_module(), name)
+        monkeypatch.setattr(native_module(), name,
+                            lambda *a, name=name, real=real: (calls.append(name), real(*a))[1])
+    g = torch.Generator().manual_seed(4)
+    x, logits = torch.randn(T, H, generator=g), torch.randn(T, E, generator=g)
+    layer = _Experts(_layer(inter=32))
+    with ascend_ops.use_backend("native"):
+        pack_expert_weights(layer)
+        got = ascend_moe_forward(layer, x, logits)
+    assert calls == ["grouped_matmul_packed_swiglu", "grouped_matmul_packed"]
+    torch.testing.assert_close(got.double(), _naive(layer, x, logits), atol=1e-5, rtol=1e-5)
 
 
 def test_no_packs_off_the_native_backend():

@@ -28,7 +28,6 @@
 // from memory: bf16 w2 ~20% faster than the N-major kernel, w13 about equal; float32 about equal
 // (benchmarks/README.md, moe_bench.py).
 #include <algorithm>
-#include <type_traits>
 #include <utility>
 #include <vector>
 

@@ -17,8 +17,6 @@ namespace packed {
 
 using namespace simd;
 
-using namespace simd;
-
 constexpr int64_t kBlockCols = 32;
 constexpr int64_t kChunk = 16;  // k per partial sum
 constexpr int64_t kAhead = 64;  // software prefetch distance in k (8 KB of float32 weights)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import gc
 import mmap
-import sys
 
 import pytest
 import torch
@@ -15,8 +14,8 @@ from ascend_ops import _host_memory as host_memory
 
 HUGE = host_memory.HUGE_PAGE_BYTES
 linux_thp = pytest.mark.skipif(
-    not hasattr(mmap, "MADV_HUGEPAGE") or not sys.platform.startswith("linux"),
-    reason="MADV_HUGEPAGE is Linux-only",
+    not hasattr(mmap, "MADV_HUGEPAGE") or host_memory.thp_mode() not in ("always", "madvise"),
+    reason="needs Linux with transparent huge pages in 'always' or 'madvise' mode",
 )
 
 
@@ -37,7 +36,7 @@ def _vm_flags(address: int) -> list[str]:
 @linux_thp
 def test_large_buffer_starts_on_a_huge_page_advised_and_outlives_its_mapping_object(monkeypatch):
     monkeypatch.delenv("ASCEND_OPS_HUGE_PAGES", raising=False)
-    numel = (5 * HUGE) // 4 + 3  # 5 MiB + 12 bytes of float32: two whole huge pages and a tail
+    numel = (5 * HUGE) // 4 + 3  # 10 MiB + 12 bytes of float32: five whole huge pages and a tail
     t = host_memory.empty(numel, torch.float32)
     assert t.shape == (numel,) and t.dtype == torch.float32 and t.device.type == "cpu"
     assert t.data_ptr() % HUGE == 0
@@ -63,6 +62,14 @@ def test_small_buffers_and_opt_out_are_plain_allocations(monkeypatch):
     big = host_memory.empty(HUGE, torch.float32)
     assert big.untyped_storage().nbytes() == big.numel() * 4
     assert host_memory.empty(0, torch.float16).numel() == 0
+
+
+def test_no_advice_without_transparent_huge_pages(monkeypatch, tmp_path):
+    monkeypatch.delenv("ASCEND_OPS_HUGE_PAGES", raising=False)
+    monkeypatch.setattr(host_memory, "THP_ENABLED", str(tmp_path / "missing"))
+    assert not host_memory.enabled()
+    big = host_memory.empty(HUGE, torch.float32)
+    assert big.untyped_storage().nbytes() == big.numel() * 4
 
 
 def test_negative_size_is_refused():

@@ -9,7 +9,10 @@ On an out-of-tree platform ``select_unquantized_moe_backend`` returns ``OOT`` an
 ``UnquantizedFusedMoEMethod`` through ``CustomOp.register_oot`` and is *monolithic*: the runner
 hands it the router logits (``MoERunner._apply_quant_method``), so routing runs on
 ``ascend_ops.moe_gating_top_k`` instead of vLLM's CUDA/CPU routers, and the experts run as
-init routing -> grouped matmul (w13) -> SwiGLU -> grouped matmul (w2) -> finalize routing.
+init routing -> grouped matmul (w13) with SwiGLU (``grouped_matmul_swiglu``: ``npu_grouped_matmul``
+then ``npu_swiglu`` on the NPU, one pass on the native CPU backend) -> grouped matmul (w2) ->
+finalize routing; with expert LoRA the w13 product and SwiGLU stay two ops (the adapters add to
+the product in between).
 
 Weights keep vLLM's layout: ``w13_weight`` [E_local, 2I, H] (gate rows then up rows), ``w2_weight``
 [E_local, H, I]; the grouped matmuls read them transposed (views, no copy), so weight reloads

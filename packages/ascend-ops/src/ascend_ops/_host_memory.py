@@ -6,14 +6,15 @@ A decode step streams every weight it uses from memory once: hundreds of MB per 
 layer. With 4 KiB pages that stream takes a TLB miss every 4 KiB (a two-level page walk on a
 virtual machine), and the hardware prefetchers stop at each page boundary. With 2 MiB pages the
 packed grouped matmul of ``benchmarks/moe_bench.py``'s layer ran in 0.85x the time at 64 tokens
-and 0.67x on one thread at 8 rows per expert (2-core AVX-512 EPYC VM, benchmarks/README.md).
+(the whole layer 0.88-0.95x at 1-64 tokens) and 0.67x on one thread at 8 rows per expert (2-core
+AVX-512 EPYC VM, benchmarks/README.md).
 
 :func:`empty` maps anonymous memory with ``mmap``, advises it ``MADV_HUGEPAGE`` (madvise(2); the
 kernel honours it when ``/sys/kernel/mm/transparent_hugepage/enabled`` is ``always`` or
 ``madvise``) and wraps it as a tensor with ``torch.frombuffer`` (the tensor keeps the mapping
 alive; the mapping is unmapped when the last tensor on it goes). Smaller buffers, hosts without
-``MADV_HUGEPAGE`` (not Linux) and ``ASCEND_OPS_HUGE_PAGES=0`` get a plain ``torch.empty``: the
-advice only changes speed, never results. Used for the native backend's own packs
+``MADV_HUGEPAGE`` (not Linux) or without THP, and ``ASCEND_OPS_HUGE_PAGES=0`` get a plain
+``torch.empty`` (:func:`enabled`): the advice only changes speed, never results. Used for the native backend's own packs
 (``_native_moe``, ``_native_linear``); nothing on the NPU branch allocates here.
 """
 
@@ -31,16 +32,19 @@ THP_ENABLED = "/sys/kernel/mm/transparent_hugepage/enabled"
 
 
 def enabled() -> bool:
-    """Whether :func:`empty` advises huge pages: Linux's ``MADV_HUGEPAGE`` exists here and
-    ``ASCEND_OPS_HUGE_PAGES`` is not ``0``."""
-    return hasattr(mmap, "MADV_HUGEPAGE") and os.environ.get(_ENV, "1") != "0"
+    """Whether :func:`empty` advises huge pages: Linux's ``MADV_HUGEPAGE`` exists here, the
+    kernel's THP mode (:func:`thp_mode`) is ``always`` or ``madvise`` (a kernel built without THP
+    has no such file, and refuses the advice), and ``ASCEND_OPS_HUGE_PAGES`` is not ``0``."""
+    return (hasattr(mmap, "MADV_HUGEPAGE") and os.environ.get(_ENV, "1") != "0"
+            and thp_mode() in ("always", "madvise"))
 
 
-def thp_mode(path: str = THP_ENABLED) -> str:
+def thp_mode(path: str | None = None) -> str:
     """The kernel's transparent-huge-page mode (``always`` / ``madvise`` / ``never``: the
-    bracketed word of ``path``), or ``unknown`` where ``path`` cannot be read."""
+    bracketed word of ``path``, default :data:`THP_ENABLED`), or ``unknown`` where it cannot be
+    read."""
     try:
-        with open(path) as f:
+        with open(path or THP_ENABLED) as f:
             text = f.read()
     except OSError:
         return "unknown"
@@ -68,5 +72,8 @@ def empty(numel: int, dtype: torch.dtype) -> torch.Tensor:
     region = mmap.mmap(-1, nbytes + HUGE_PAGE_BYTES, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
     raw = torch.frombuffer(region, dtype=torch.uint8)
     head = -raw.data_ptr() % HUGE_PAGE_BYTES
-    region.madvise(mmap.MADV_HUGEPAGE, head, nbytes // HUGE_PAGE_BYTES * HUGE_PAGE_BYTES)
+    try:
+        region.madvise(mmap.MADV_HUGEPAGE, head, nbytes // HUGE_PAGE_BYTES * HUGE_PAGE_BYTES)
+    except OSError:  # refused (e.g. THP switched off since enabled() read it): plain pages
+        pass
     return raw[head : head + nbytes].view(dtype)

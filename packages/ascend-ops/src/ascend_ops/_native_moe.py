@@ -17,7 +17,10 @@ Prepacked experts: :func:`pack` copies a weight once into ``_C``'s column-block 
 (``csrc/moe_packed.cpp``: per expert, blocks of 32 output columns each holding its K x 32 weights
 contiguously, k-major; bf16 in k pairs for AVX512-BF16's ``vdpbf16ps``), kept here under an
 integer handle like ``_native_linear``'s packs; ``grouped_matmul(..., handle)`` at decode sizes
-then streams the contiguous blocks of a work item (up to 4 on AVX-512 builds, 2 elsewhere). The
+then streams the contiguous blocks of a work item (up to 4 on AVX-512 builds, 2 elsewhere);
+``grouped_matmul_swiglu(..., handle)`` takes each gate block with its up block in one work item
+and writes only the SwiGLU (``csrc/moe_packed_swiglu.cpp``). Packs of 2 MiB or more sit on huge
+pages (``_host_memory``). The
 plain weight stays the source of truth: a pack is rebuilt when its weight was written in place
 (``_version``) or moved (``data_ptr``). The copy costs the experts' weight bytes once more in
 host memory.

@@ -59,10 +59,7 @@ void gmm_packed(const T* x, const T* packed, T* out, const std::vector<int64_t>&
                 int64_t K, int64_t Kp, int64_t N) {
   const int64_t experts = int64_t(start.size()) - 1, blocks = col_blocks(N);
   const int64_t block_elems = Kp * kBlockCols;
-  std::vector<std::pair<int64_t, int64_t>> items;  // (expert, first of its kItemBlocks blocks)
-  for (int64_t e = 0; e < experts; ++e)
-    if (start[e + 1] > start[e])
-      for (int64_t nb = 0; nb < blocks; nb += kItemBlocks) items.emplace_back(e, nb);
+  const auto items = work_items(start, blocks, kItemBlocks);  // (expert, first of its blocks)
   const int64_t n_items = int64_t(items.size());
   const bool par = n_items > 1 && start[experts] * N * K >= (int64_t(1) << 18);
 #pragma omp parallel for schedule(dynamic, 1) if (par)

@@ -35,10 +35,7 @@ void gmm_packed_swiglu(const T* x, const T* packed, T* out, const std::vector<in
                        int64_t M, int64_t K, int64_t Kp, int64_t inter) {
   const int64_t experts = int64_t(start.size()) - 1, half = inter / kBlockCols;
   const int64_t block_elems = Kp * kBlockCols;
-  std::vector<std::pair<int64_t, int64_t>> items;  // (expert, first of its gate blocks)
-  for (int64_t e = 0; e < experts; ++e)
-    if (start[e + 1] > start[e])
-      for (int64_t nb = 0; nb < half; nb += kGatePerItem) items.emplace_back(e, nb);
+  const auto items = work_items(start, half, kGatePerItem);  // (expert, first of its gate blocks)
   const int64_t n_items = int64_t(items.size());
   const bool par = n_items > 1 && start[experts] * 2 * inter * K >= (int64_t(1) << 18);
 #pragma omp parallel for schedule(dynamic, 1) if (par)

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "common.h"
 #include "simd.h"
@@ -267,6 +268,18 @@ void expert_rows(const T* x, int64_t K, const T* const* p, T* out, int64_t N, co
                  int64_t nblk, int64_t m, int64_t m1) {
   for (int64_t g = m; g < m1; g += kGroupRows)
     row_group<T>(x, K, p, out, N, n0, nblk, g, std::min(m1, g + kGroupRows));
+}
+
+
+// The work items of a packed grouped matmul: (expert, first column block) for every expert with
+// rows (start[e + 1] > start[e]) and first = 0, step, 2 * step, ... below blocks.
+inline std::vector<std::pair<int64_t, int64_t>> work_items(const std::vector<int64_t>& start,
+                                                           int64_t blocks, int64_t step) {
+  std::vector<std::pair<int64_t, int64_t>> items;
+  for (int64_t e = 0; e + 1 < int64_t(start.size()); ++e)
+    if (start[e + 1] > start[e])
+      for (int64_t nb = 0; nb < blocks; nb += step) items.emplace_back(e, nb);
+  return items;
 }
 
 }  // namespace packed

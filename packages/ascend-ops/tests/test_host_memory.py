@@ -9,7 +9,6 @@ import mmap
 
 import pytest
 import torch
-
 from ascend_ops import _host_memory as host_memory
 
 HUGE = host_memory.HUGE_PAGE_BYTES

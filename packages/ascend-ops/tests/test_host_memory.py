@@ -56,8 +56,9 @@ def test_bf16_buffer_views_the_mapping_with_its_own_element_size(monkeypatch):
 def test_small_buffers_and_opt_out_are_plain_allocations(monkeypatch):
     small = host_memory.empty(HUGE // 4 - 1, torch.float32)
     assert small.untyped_storage().nbytes() == small.numel() * 4
-    monkeypatch.setenv("ASCEND_OPS_HUGE_PAGES", "0")
-    assert not host_memory.enabled()
+    for off in ("0", "false", "OFF", "no"):
+        monkeypatch.setenv("ASCEND_OPS_HUGE_PAGES", off)
+        assert not host_memory.enabled()
     big = host_memory.empty(HUGE, torch.float32)
     assert big.untyped_storage().nbytes() == big.numel() * 4
     assert host_memory.empty(0, torch.float16).numel() == 0

@@ -38,6 +38,12 @@ L = torch.randn(3, 8)
          TypeError, "weight"),
         (lambda: ascend_ops.grouped_matmul_swiglu(torch.randn(4, 8), torch.randn(2, 8, 5), torch.tensor([2, 2])),
          ValueError, "odd N = 5"),
+        (lambda: ascend_ops.grouped_matmul_swiglu(torch.randn(4, 8), torch.randn(2, 8, 64, device="meta"),
+                                                  torch.tensor([2, 2])),
+         ValueError, "weight is on meta but x is on cpu"),
+        (lambda: ascend_ops.grouped_matmul(torch.randn(4, 8), torch.randn(2, 8, 3),
+                                           torch.tensor([2, 2], device="meta")),
+         ValueError, "group_list is on meta"),
         (lambda: ascend_ops.grouped_matmul_swiglu(torch.randn(4, 8), torch.randn(2, 6, 4), torch.tensor([2, 2])),
          ValueError, "weight"),
     ],
@@ -45,3 +51,17 @@ L = torch.randn(3, 8)
 def test_bad_input_names_argument(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+@pytest.mark.parametrize("backend", ["native", "reference"])
+@pytest.mark.parametrize("counts,match", [([-1, 5], ">= 0"), ([3, 3], "at most|more than the 4 rows")])
+def test_bad_group_counts_are_refused_on_every_cpu_path(backend, counts, match):
+    """K-major contiguous weights take the native backend's per-expert torch loop (no C++ kernel),
+    which checks the counts as the kernels do."""
+    if backend == "native" and not ascend_ops.native_available():
+        pytest.skip("ascend_ops._C not built")
+    x, w = torch.randn(4, 8), torch.randn(2, 8, 64)
+    with ascend_ops.use_backend(backend):
+        for op in (ascend_ops.grouped_matmul, ascend_ops.grouped_matmul_swiglu):
+            with pytest.raises(ValueError, match=match):
+                op(x, w, torch.tensor(counts))

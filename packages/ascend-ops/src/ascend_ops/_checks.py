@@ -38,6 +38,21 @@ def same_dtype(name: str, t: torch.Tensor, ref_name: str, ref: torch.Tensor) -> 
         raise TypeError(f"{name} dtype {t.dtype} must equal {ref_name} dtype {ref.dtype}")
 
 
+def same_device(name: str, t: torch.Tensor, ref_name: str, ref: torch.Tensor) -> None:
+    if t.device != ref.device:
+        raise ValueError(f"{name} is on {t.device} but {ref_name} is on {ref.device}: pass both on "
+                         "one device")
+
+
+def group_counts(counts: list[int], rows: int) -> None:
+    """Row counts of a grouped matmul read on the host (CPU paths): each >= 0, summing to at most
+    the ``rows`` of x (the C++ kernels' rule, ``csrc/moe_groups.h``)."""
+    if any(c < 0 for c in counts):
+        raise ValueError("group_list: row counts must be >= 0")
+    if sum(counts) > rows:
+        raise ValueError(f"group_list: row counts sum to {sum(counts)}, more than the {rows} rows of x")
+
+
 def same_shape(name: str, t: torch.Tensor, ref_name: str, ref: torch.Tensor) -> None:
     if t.shape != ref.shape:
         raise ValueError(

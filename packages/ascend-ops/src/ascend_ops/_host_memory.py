@@ -34,8 +34,10 @@ THP_ENABLED = "/sys/kernel/mm/transparent_hugepage/enabled"
 def enabled() -> bool:
     """Whether :func:`empty` advises huge pages: Linux's ``MADV_HUGEPAGE`` exists here, the
     kernel's THP mode (:func:`thp_mode`) is ``always`` or ``madvise`` (a kernel built without THP
-    has no such file, and refuses the advice), and ``ASCEND_OPS_HUGE_PAGES`` is not ``0``."""
-    return (hasattr(mmap, "MADV_HUGEPAGE") and os.environ.get(_ENV, "1") != "0"
+    has no such file, and refuses the advice), and ``ASCEND_OPS_HUGE_PAGES`` is not ``0`` (or
+    ``false`` / ``off`` / ``no``)."""
+    off = os.environ.get(_ENV, "1").strip().lower() in ("0", "false", "off", "no")
+    return (hasattr(mmap, "MADV_HUGEPAGE") and not off
             and thp_mode() in ("always", "madvise"))
 
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ascend_ops import _checks
 from ascend_ops import _host_memory as host_memory
 from ascend_ops._dispatch import native_module
 from ascend_ops._native import DTYPE_CODES
@@ -209,8 +210,10 @@ def grouped_matmul(x, weight, group_list, handle: int = -1):
         )
         return out
     out = x.new_zeros(x.shape[0], n)
+    counts = group_list.tolist()
+    _checks.group_counts(counts, x.shape[0])
     start = 0
-    for e, rows in enumerate(group_list.tolist()):
+    for e, rows in enumerate(counts):
         if rows:
             torch.mm(x[start : start + rows], weight[e], out=out[start : start + rows])
         start += rows

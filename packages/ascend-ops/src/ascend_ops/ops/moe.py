@@ -95,6 +95,8 @@ def check_grouped_matmul(x, weight, group_list) -> None:
     _checks.float_tensor("weight", weight, ndim=3)
     _checks.same_dtype("weight", weight, "x", x)
     _checks.index_tensor("group_list", group_list, ndim=1)
+    _checks.same_device("weight", weight, "x", x)
+    _checks.same_device("group_list", group_list, "x", x)
     if weight.shape[1] != x.shape[1]:
         raise ValueError(f"weight must be [E, {x.shape[1]}, N] to match x [M, K], got {tuple(weight.shape)}")
     if group_list.shape[0] != weight.shape[0]:

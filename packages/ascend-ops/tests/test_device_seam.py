@@ -18,6 +18,10 @@ def test_cpu_answers_without_torch_npu():
     assert device.is_capturing() is False
     device.set_device("cpu")  # no-op, must not raise
     device.manual_seed_all(0)
+    from ascend_ops.device import _cpu
+
+    assert device.stream_api() == {"Stream": _cpu.Stream, "Event": _cpu.Event,
+                                   "current_stream": _cpu.current_stream, "stream": _cpu.stream}
     with pytest.raises(RuntimeError, match="torch_npu failed to import"):
         device.load_npu_runtime()
     with pytest.raises(RuntimeError, match="torch_npu failed to import"):
@@ -31,3 +35,5 @@ def test_cpu_stream_event_surface():
         e.record()
         e.synchronize()
     assert device.current_stream().query() and e.query()
+    names = ("Stream", "Event", "current_stream", "stream")
+    assert device.stream_api() == {name: getattr(device, name) for name in names}

@@ -112,6 +112,9 @@ def test_ascend_ops_device_reports_simulated_npu(simulated_npu):
     with pytest.raises(RuntimeError, match="no HCCL"):
         device.hccl_process_group_cls()
     assert device.Stream is torch.npu.Stream and device.ExternalEvent is torch.npu.ExternalEvent
+    api = device.stream_api()
+    assert api == {"Stream": torch.npu.Stream, "Event": torch.npu.Event,
+                   "current_stream": torch.npu.current_stream, "stream": torch.npu.stream}
     s = device.current_stream()
     device.synchronize()
     g = device.Graph()

@@ -51,3 +51,47 @@ def test_forms_agree_on_random_batches_and_empty_steps(form):
     empty = torch.full((4,), 7, dtype=torch.int64)
     _run(form, 0, 4, torch.zeros(1, dtype=torch.int32), positions[:0], table, empty, block)
     assert empty.tolist() == [-1] * 4
+
+
+def _multi_group_table(modes):
+    from vllm.v1.worker.block_table import MultiGroupBlockTable
+
+    tables = MultiGroupBlockTable(max_num_reqs=4, max_num_batched_tokens=16, pin_memory=False,
+                                  device=torch.device("cpu"), block_sizes=[16] * len(modes),
+                                  max_num_blocks=[4] * len(modes), slot_mapping_modes=modes)
+    ids = ([9, 4], [2]) if len(modes) == 2 else ([9, 4],)
+    tables.add_row(ids, 0)
+    tables.add_row(tuple([6] for _ in modes), 1)
+    tables.commit_block_table(2)
+    return tables
+
+
+def test_direct_slot_mapping_fills_each_table_past_the_launcher():
+    """The runner's block tables call compute_slot_mapping directly: same slots as the formula,
+    padding past the step's tokens, vLLM's class method untouched, a state-cache group skipped."""
+    from vllm.v1.worker.block_table import BlockTable, SlotMappingMode
+
+    vllm_method = BlockTable.compute_slot_mapping
+    token, state = SlotMappingMode.TOKEN_TO_KV_SLOT, SlotMappingMode.NONE
+    tables = _multi_group_table([token, state])
+    assert triton_overrides.direct_slot_mapping(tables) == 1
+    assert BlockTable.compute_slot_mapping is vllm_method
+    assert "compute_slot_mapping" in vars(tables.block_tables[0])
+    assert "compute_slot_mapping" not in vars(tables.block_tables[1])
+    out = tables.block_tables[0].slot_mapping.gpu
+    out.fill_(12345)
+    # request 0: positions 15, 16 (blocks 9 then 4); request 1: position 3 (block 6)
+    positions = torch.tensor([15, 16, 3], dtype=torch.int64)
+    tables.compute_slot_mapping(2, torch.tensor([0, 2, 3], dtype=torch.int32), positions)
+    assert out[:3].tolist() == [9 * 16 + 15, 4 * 16 + 0, 6 * 16 + 3]
+    assert out[3:].tolist() == [-1] * 13
+
+
+def test_direct_slot_mapping_leaves_context_parallel_tables_alone():
+    from vllm.v1.worker.block_table import SlotMappingMode
+
+    tables = _multi_group_table([SlotMappingMode.TOKEN_TO_KV_SLOT])
+    tables.block_tables[0].dcp_world_size = 2  # the KV cache split across decode-CP ranks
+    assert triton_overrides.direct_slot_mapping(tables) == 0
+    assert "compute_slot_mapping" not in vars(tables.block_tables[0])
+

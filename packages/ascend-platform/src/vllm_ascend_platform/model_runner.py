@@ -18,8 +18,6 @@ accounted on the simulated device (``ascend_ops.simulator.account_alloc``), so
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -32,7 +30,7 @@ from vllm.v1.utils import CpuGpuBuffer
 from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
 from vllm_ascend_platform import envs
-from vllm_ascend_platform.patches import patched
+from vllm_ascend_platform.patches import apply_patch, patched
 
 logger = init_logger("vllm.ascend.model_runner")
 
@@ -41,8 +39,7 @@ UNMEASURED_PROFILE_TOKENS = 16
 
 
 # patch: device-stream-api (declared in vllm_ascend_platform.patches; docs/architecture.md)
-@contextlib.contextmanager
-def device_stream_api() -> Iterator[None]:
+class device_stream_api:  # noqa: N801  (used as a context-manager function)
     """Route the CUDA stream/event API that GPUModelRunner calls to ``ascend_ops.device``.
 
     GPUModelRunner names ``torch.cuda.Stream``/``Event``/``current_stream``/``stream``
@@ -50,21 +47,29 @@ def device_stream_api() -> Iterator[None]:
     duration of our runner's own calls these resolve to the device seam: torch.npu
     streams in NPU mode, host stand-ins in emulation (every op has completed when
     it returns). vLLM's CPU runner applies the same substitution around its
-    constructor; it is scoped, not a lasting patch of torch.
+    constructor; it is scoped, not a lasting patch of torch. Entered around every
+    ``execute_model`` and ``sample_tokens``, so it is a plain class (no generator) and
+    resolves the device's API with one lookup (``ascend_ops.device.stream_api``).
     """
-    from ascend_ops import device
 
-    names = ("Stream", "Event", "current_stream", "stream")
-    saved_event = torch.Event
-    saved = {name: getattr(torch.cuda, name) for name in names}
-    try:
-        torch.Event = device.Event
-        for name in names:
-            setattr(torch.cuda, name, getattr(device, name))
-        yield
-    finally:
-        torch.Event = saved_event
-        for name, value in saved.items():
+    _NAMES = ("Stream", "Event", "current_stream", "stream")
+
+    # patch: device-stream-api (installs)
+    def __enter__(self) -> None:
+        from ascend_ops import device
+
+        api = device.stream_api()
+        cuda = torch.cuda
+        self._saved = (torch.Event, [getattr(cuda, name) for name in self._NAMES])
+        torch.Event = api["Event"]
+        for name in self._NAMES:
+            setattr(cuda, name, api[name])
+
+    # patch: device-stream-api (undoes)
+    def __exit__(self, *exc: object) -> None:
+        event, saved = self._saved
+        torch.Event = event
+        for name, value in zip(self._NAMES, saved, strict=True):
             setattr(torch.cuda, name, value)
 
 
@@ -84,6 +89,21 @@ class NPUModelRunner(GPUModelRunner):
         self.sampler = self._ascend_sampler()
         if self.speculative_config is not None and hasattr(self, "rejection_sampler"):
             self.rejection_sampler = self._ascend_rejection_sampler()
+        self._adopt_input_batch()
+
+    def may_reinitialize_input_batch(self, kv_cache_config: Any) -> None:
+        """vLLM's rebuild of the input batch for the KV cache's final block sizes
+        (``GPUModelRunner.may_reinitialize_input_batch``); a rebuilt batch is adopted again."""
+        batch = self.input_batch
+        super().may_reinitialize_input_batch(kv_cache_config)
+        if self.input_batch is not batch:
+            self._adopt_input_batch()
+
+    def _adopt_input_batch(self) -> None:
+        """Per-step host work of the input batch: its block tables call the slot-mapping function
+        directly (``triton_overrides.direct_slot_mapping``, every mode); in emulation its device
+        buffers become their host twins."""
+        apply_patch("block-table-direct-slot-mapping", self.input_batch.block_table)
         if self.emulated:
             self._collapse_device_buffers()
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -209,17 +209,17 @@ def apply_patch(name: str, *args: Any) -> Any:
     return result
 
 
-@contextlib.contextmanager
-def patched(name: str) -> Iterator[None]:
-    """Within the block, the ``"scoped"`` patch ``name`` is in place; it is undone on exit.
-    Raises KeyError, ValueError (not a scoped patch) or RuntimeError (drifted)."""
+def patched(name: str) -> contextlib.AbstractContextManager[Any]:
+    """The context manager of the ``"scoped"`` patch ``name``: within its block the patch is in
+    place, undone on exit (the patch's own context manager, returned as is: the runner enters
+    one around every step). Raises KeyError, ValueError (not a scoped patch) or RuntimeError
+    (drifted), when called."""
     patch = _checked(name)
     if patch.scope != "scoped":
         raise ValueError(f"patch {name!r} has scope {patch.scope!r}; only 'scoped' patches "
                          "are entered with patched()")
     _uses[name] = _uses.get(name, 0) + 1
-    with patch.apply():
-        yield
+    return patch.apply()
 
 
 def patch_statuses(vllm_version: str | None) -> list[PatchStatus]:

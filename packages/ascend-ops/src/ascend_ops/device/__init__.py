@@ -73,6 +73,16 @@ def manual_seed_all(seed: int) -> None:
         _npu.manual_seed_all(seed)
 
 
+def stream_api() -> dict:
+    """``Stream``, ``Event``, ``current_stream`` and ``stream`` of the current runtime (torch.npu
+    or the CPU stand-ins), resolved with one availability check: what a caller that swaps a
+    CUDA-style stream API in and out every step needs (module attribute access checks once per
+    name)."""
+    impl = _impl()
+    return {"Stream": impl.Stream, "Event": impl.Event, "current_stream": impl.current_stream,
+            "stream": impl.stream}
+
+
 def is_capturing() -> bool:
     """True while the current stream is capturing a device graph (always False on CPU)."""
     return _npu.is_capturing() if _npu.available() else False
@@ -143,6 +153,7 @@ __all__ = [
     "load_npu_runtime",
     "manual_seed_all",
     "set_device",
+    "stream_api",
     "current_stream",
     "emulated_memory",
     "kind",

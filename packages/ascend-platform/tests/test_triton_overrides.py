@@ -95,3 +95,21 @@ def test_direct_slot_mapping_leaves_context_parallel_tables_alone():
     assert triton_overrides.direct_slot_mapping(tables) == 0
     assert "compute_slot_mapping" not in vars(tables.block_tables[0])
 
+
+
+def test_runner_switches_only_where_the_override_is_vllms_kernel(monkeypatch):
+    """On an NPU (override not registered: vLLM launches its own kernel) the runner leaves the
+    block tables alone; on the host, where vLLM's launch ends in our override, it switches them."""
+    from types import SimpleNamespace
+
+    from vllm.v1.worker.block_table import SlotMappingMode
+    from vllm_ascend_platform.model_runner import NPUModelRunner
+
+    tables = _multi_group_table([SlotMappingMode.TOKEN_TO_KV_SLOT])
+    runner = SimpleNamespace(input_batch=SimpleNamespace(block_table=tables), emulated=False)
+    monkeypatch.setattr(triton_overrides, "_registered", False)
+    NPUModelRunner._adopt_input_batch(runner)
+    assert "compute_slot_mapping" not in vars(tables.block_tables[0])
+    monkeypatch.setattr(triton_overrides, "_registered", True)
+    NPUModelRunner._adopt_input_batch(runner)
+    assert "compute_slot_mapping" in vars(tables.block_tables[0])

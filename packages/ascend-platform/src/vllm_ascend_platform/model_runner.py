@@ -54,10 +54,14 @@ class device_stream_api:  # noqa: N801  (used as a context-manager function)
 
     _NAMES = ("Stream", "Event", "current_stream", "stream")
 
+    _saved: tuple[Any, list[Any]] | None = None
+
     # patch: device-stream-api (installs)
     def __enter__(self) -> None:
         from ascend_ops import device
 
+        if self._saved is not None:
+            raise RuntimeError("device_stream_api() is already entered; enter a new one")
         api = device.stream_api()
         cuda = torch.cuda
         self._saved = (torch.Event, [getattr(cuda, name) for name in self._NAMES])
@@ -67,7 +71,8 @@ class device_stream_api:  # noqa: N801  (used as a context-manager function)
 
     # patch: device-stream-api (undoes)
     def __exit__(self, *exc: object) -> None:
-        event, saved = self._saved
+        assert self._saved is not None
+        (event, saved), self._saved = self._saved, None
         torch.Event = event
         for name, value in zip(self._NAMES, saved, strict=True):
             setattr(torch.cuda, name, value)
@@ -100,10 +105,14 @@ class NPUModelRunner(GPUModelRunner):
             self._adopt_input_batch()
 
     def _adopt_input_batch(self) -> None:
-        """Per-step host work of the input batch: its block tables call the slot-mapping function
-        directly (``triton_overrides.direct_slot_mapping``, every mode); in emulation its device
-        buffers become their host twins."""
-        apply_patch("block-table-direct-slot-mapping", self.input_batch.block_table)
+        """Per-step host work of the input batch: where vLLM's slot-mapping kernel is our
+        override (on the host without Triton, ``triton_overrides.registered``), its block tables
+        call it directly (``triton_overrides.direct_slot_mapping``); on an NPU vLLM launches its
+        own kernel as before. In emulation its device buffers become their host twins."""
+        from vllm_ascend_platform import triton_overrides
+
+        if triton_overrides.registered():
+            apply_patch("block-table-direct-slot-mapping", self.input_batch.block_table)
         if self.emulated:
             self._collapse_device_buffers()
 

@@ -93,11 +93,12 @@ register_patch(Patch(
     target="vllm.v1.worker.block_table:BlockTable.compute_slot_mapping",
     vllm_versions=VLLM_032,
     why="vLLM's method reaches the slot-mapping kernel through its JIT-kernel launcher, about "
-        "half of the call's host time each step; our runner's block tables call the registered "
-        "override (triton_overrides.compute_slot_mapping) directly, per instance",
+        "half of the call's host time each step; where that kernel is our registered override "
+        "(host, no Triton), our runner's block tables call it directly, per instance",
     check=_slot_mapping_signature,
     apply=_call("vllm_ascend_platform.triton_overrides.direct_slot_mapping"),
-    scope="on-demand", when="NPUModelRunner, whenever it builds its input batch",
+    scope="on-demand",
+    when="CPU emulation and simulated NPU (override registered), each input batch the runner builds",
 ))
 register_patch(Patch(
     name="graph-capture",

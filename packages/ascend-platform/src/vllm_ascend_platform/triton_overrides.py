@@ -127,6 +127,13 @@ def _slot_mapping_numpy(max_num_tokens, query_start_loc, positions, block_table,
 _registered = False
 
 
+def registered() -> bool:
+    """True once :func:`register` has replaced vLLM's kernels in this process (on the host,
+    without Triton: ``NPUPlatform.register_triton_kernel_overrides``); only then is a direct
+    call (:func:`direct_slot_mapping`) the same computation as vLLM's launch."""
+    return _registered
+
+
 def register() -> None:
     """Register the overrides with vLLM's Triton dispatcher, once per process.
 

@@ -259,6 +259,11 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=5,
                         help="unprofiled generations per round (host time: their median)")
     args = parser.parse_args()
+    for name in ("rounds", "reps"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be at least 1 (got {getattr(args, name)})")
+    if args.tokens < 2:
+        parser.error(f"--tokens must be at least 2: decode steps are tokens - 1 (got {args.tokens})")
     from vllm_ascend import demo_model
 
     smol = str(demo_model.prepare())

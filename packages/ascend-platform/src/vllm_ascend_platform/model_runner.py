@@ -30,6 +30,7 @@ from vllm.v1.utils import CpuGpuBuffer
 from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
 from vllm_ascend_platform import envs
+from vllm_ascend_platform.patch_declarations import CUDA_STREAM_API
 from vllm_ascend_platform.patches import apply_patch, patched
 
 logger = init_logger("vllm.ascend.model_runner")
@@ -52,7 +53,7 @@ class device_stream_api:  # noqa: N801  (used as a context-manager function)
     resolves the device's API with one lookup (``ascend_ops.device.stream_api``).
     """
 
-    _NAMES = ("Stream", "Event", "current_stream", "stream")
+    _NAMES = CUDA_STREAM_API  # the names the patch's drift check looks for
 
     _saved: tuple[Any, list[Any]] | None = None
 

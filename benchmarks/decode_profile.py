@@ -2,7 +2,8 @@
 # Copyright 2026 The vllm-ascend authors
 """Decode-step profile: time per op family, our plugin (CPU emulation) vs vLLM's own CPU backend.
 
-Cases: SmolLM2-135M-Instruct at batch 1 and 8, and a small random-weight Qwen3-MoE at batch 8
+Cases: SmolLM2-135M-Instruct at batch 1 and 8 (``smol-b16``: 16, the prompts cycled), and a
+small random-weight Qwen3-MoE at batch 8
 (the e2e suite's ``tests/e2e/moe_checkpoints.py`` writer, SmolLM2 tokenizer, scaled up to
 :data:`MOE_SHAPE`: vLLM's CPU attention refuses the e2e model's head_dim 16 with "Unsupported
 CPU attention configuration"); each side runs in its
@@ -118,7 +119,8 @@ def wrap(fn, label, timed=True):
 
 def main():
     model, batch, tokens, dtype = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-    prompts, reps = json.loads(sys.argv[5])[:batch], int(sys.argv[6])
+    pool, reps = json.loads(sys.argv[5]), int(sys.argv[6])
+    prompts = [pool[i % len(pool)] for i in range(batch)]
     from vllm import LLM, SamplingParams
     llm = LLM(model=model, dtype=dtype, max_model_len=512, enforce_eager=True,
               gpu_memory_utilization=0.3, seed=0)
@@ -267,7 +269,8 @@ def main() -> int:
     from vllm_ascend import demo_model
 
     smol = str(demo_model.prepare())
-    cases = {"smol-b1": (smol, 1), "smol-b8": (smol, 8), "moe-b8": (None, 8)}
+    cases = {"smol-b1": (smol, 1), "smol-b8": (smol, 8), "smol-b16": (smol, 16),
+             "moe-b8": (None, 8)}
     print(f"load average at start: {os.getloadavg()}")
     for case in args.cases.split(","):
         model, batch = cases[case]

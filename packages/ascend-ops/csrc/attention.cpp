@@ -6,11 +6,13 @@
 // 4-row x 16-column micro-kernels; a float32 cache with contiguous head_dim is read in place,
 // bf16/fp16 caches are converted per element into float tiles.
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
 #include "common.h"
 #include "kernels.h"
+#include "simd.h"
 
 namespace ascend_ops {
 namespace {
@@ -33,6 +35,25 @@ struct Shape {
   bool in_place;  // K/V rows read from the cache itself (float32 use only; see run_work)
 };
 
+using simd::load16;
+using simd::v16;
+
+inline void store16(float* p, const v16& v) { std::memcpy(p, &v, sizeof(v)); }
+
+// Sum of the 16 lanes without going through memory (simd::hsum takes its argument's address,
+// which kept scores_rowmajor's accumulators on the stack).
+inline float lane_sum(v16 v) {
+#ifdef __AVX512F__
+  return _mm512_reduce_add_ps(reinterpret_cast<__m512>(v));
+#else
+  return simd::hsum(v);
+#endif
+}
+
+// The micro-kernels keep their 4 x 16 running sums in vector values (registers): written as
+// float arrays, GCC kept them on the stack and every key's update went through a store and a
+// reload (~60 ns per key and KV head at decode on an AVX-512 EPYC, 4-5x the arithmetic).
+
 // S[r][n] = sum_d Q[r][d] * KT[d][n] for 4 rows and 16 columns at a time.
 inline void scores(const float* q, const float* kt, float* s, int64_t rows_pad, int64_t dp,
                    int64_t bsp, int64_t ncols) {
@@ -42,30 +63,25 @@ inline void scores(const float* q, const float* kt, float* s, int64_t rows_pad, 
     const float* q2 = q + (r0 + 2) * dp;
     const float* q3 = q + (r0 + 3) * dp;
     for (int64_t n0 = 0; n0 < ncols; n0 += kLanes) {
-      float a0[kLanes] = {}, a1[kLanes] = {}, a2[kLanes] = {}, a3[kLanes] = {};
+      v16 a0{}, a1{}, a2{}, a3{};
       for (int64_t d = 0; d < dp; ++d) {
-        const float* k = kt + d * bsp + n0;
-        const float x0 = q0[d], x1 = q1[d], x2 = q2[d], x3 = q3[d];
-#pragma omp simd
-        for (int64_t j = 0; j < kLanes; ++j) {
-          a0[j] += x0 * k[j];
-          a1[j] += x1 * k[j];
-          a2[j] += x2 * k[j];
-          a3[j] += x3 * k[j];
-        }
+        const v16 k = load16(kt + d * bsp + n0);
+        a0 += q0[d] * k;
+        a1 += q1[d] * k;
+        a2 += q2[d] * k;
+        a3 += q3[d] * k;
       }
-      for (int64_t j = 0; j < kLanes; ++j) {
-        s[(r0 + 0) * bsp + n0 + j] = a0[j];
-        s[(r0 + 1) * bsp + n0 + j] = a1[j];
-        s[(r0 + 2) * bsp + n0 + j] = a2[j];
-        s[(r0 + 3) * bsp + n0 + j] = a3[j];
-      }
+      store16(s + (r0 + 0) * bsp + n0, a0);
+      store16(s + (r0 + 1) * bsp + n0, a1);
+      store16(s + (r0 + 2) * bsp + n0, a2);
+      store16(s + (r0 + 3) * bsp + n0, a3);
     }
   }
 }
 
 // Decode-sized tiles (few rows): S[r][n] = dot(Q[r], K[n]) over a row-major float K tile, which
-// converts contiguously instead of transposing every key.
+// converts contiguously instead of transposing every key. Lane j of a row's vector sums the
+// products at d = j, j + 16, ...; the 16 lanes are then added pairwise (lane_sum).
 inline void scores_rowmajor(const float* q, const float* k, int64_t k_stride, float* s,
                             int64_t rows_pad, int64_t dp, int64_t bsp, int64_t nvalid) {
   for (int64_t r0 = 0; r0 < rows_pad; r0 += kRows) {
@@ -75,18 +91,18 @@ inline void scores_rowmajor(const float* q, const float* k, int64_t k_stride, fl
     const float* q3 = q + (r0 + 3) * dp;
     for (int64_t n = 0; n < nvalid; ++n) {
       const float* kk = k + n * k_stride;
-      float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
-#pragma omp simd reduction(+ : a0, a1, a2, a3)
-      for (int64_t x = 0; x < dp; ++x) {
-        a0 += q0[x] * kk[x];
-        a1 += q1[x] * kk[x];
-        a2 += q2[x] * kk[x];
-        a3 += q3[x] * kk[x];
+      v16 a0{}, a1{}, a2{}, a3{};
+      for (int64_t x = 0; x < dp; x += kLanes) {
+        const v16 kv = load16(kk + x);
+        a0 += load16(q0 + x) * kv;
+        a1 += load16(q1 + x) * kv;
+        a2 += load16(q2 + x) * kv;
+        a3 += load16(q3 + x) * kv;
       }
-      s[(r0 + 0) * bsp + n] = a0;
-      s[(r0 + 1) * bsp + n] = a1;
-      s[(r0 + 2) * bsp + n] = a2;
-      s[(r0 + 3) * bsp + n] = a3;
+      s[(r0 + 0) * bsp + n] = lane_sum(a0);
+      s[(r0 + 1) * bsp + n] = lane_sum(a1);
+      s[(r0 + 2) * bsp + n] = lane_sum(a2);
+      s[(r0 + 3) * bsp + n] = lane_sum(a3);
     }
   }
 }
@@ -96,46 +112,47 @@ inline void scores_rowmajor(const float* q, const float* k, int64_t k_stride, fl
 inline void accumulate(const float* p, const float* v, int64_t v_stride, float* acc,
                        int64_t rows_pad, int64_t dp, int64_t bsp, int64_t nvalid) {
   for (int64_t r0 = 0; r0 < rows_pad; r0 += kRows) {
+    const float* p0 = p + (r0 + 0) * bsp;
+    const float* p1 = p + (r0 + 1) * bsp;
+    const float* p2 = p + (r0 + 2) * bsp;
+    const float* p3 = p + (r0 + 3) * bsp;
     for (int64_t d0 = 0; d0 < dp; d0 += kLanes) {
-      float c0[kLanes], c1[kLanes], c2[kLanes], c3[kLanes];
-      for (int64_t j = 0; j < kLanes; ++j) {
-        c0[j] = acc[(r0 + 0) * dp + d0 + j];
-        c1[j] = acc[(r0 + 1) * dp + d0 + j];
-        c2[j] = acc[(r0 + 2) * dp + d0 + j];
-        c3[j] = acc[(r0 + 3) * dp + d0 + j];
-      }
+      float* a = acc + r0 * dp + d0;
+      v16 c0 = load16(a), c1 = load16(a + dp), c2 = load16(a + 2 * dp), c3 = load16(a + 3 * dp);
       for (int64_t n = 0; n < nvalid; ++n) {
-        const float* vv = v + n * v_stride + d0;
-        const float p0 = p[(r0 + 0) * bsp + n], p1 = p[(r0 + 1) * bsp + n];
-        const float p2 = p[(r0 + 2) * bsp + n], p3 = p[(r0 + 3) * bsp + n];
-#pragma omp simd
-        for (int64_t j = 0; j < kLanes; ++j) {
-          c0[j] += p0 * vv[j];
-          c1[j] += p1 * vv[j];
-          c2[j] += p2 * vv[j];
-          c3[j] += p3 * vv[j];
-        }
+        const v16 vv = load16(v + n * v_stride + d0);
+        c0 += p0[n] * vv;
+        c1 += p1[n] * vv;
+        c2 += p2[n] * vv;
+        c3 += p3[n] * vv;
       }
-      for (int64_t j = 0; j < kLanes; ++j) {
-        acc[(r0 + 0) * dp + d0 + j] = c0[j];
-        acc[(r0 + 1) * dp + d0 + j] = c1[j];
-        acc[(r0 + 2) * dp + d0 + j] = c2[j];
-        acc[(r0 + 3) * dp + d0 + j] = c3[j];
-      }
+      store16(a, c0);
+      store16(a + dp, c1);
+      store16(a + 2 * dp, c2);
+      store16(a + 3 * dp, c3);
     }
   }
 }
 
+// Per-thread tiles, allocated once per call at the largest work item's size and zeroed then: the
+// head-dim padding of q and v (columns d..dp) is never written, so it stays zero; the transposed
+// K tile zeroes its padding rows itself (run_work); everything else a work item reads it writes
+// first, except what start() resets. (Re-zeroing the whole K / V tiles for every work item cost
+// more than a decode item's work: 2 x bsp x dp floats against a few dozen keys.)
 struct Buffers {
   std::vector<float> q, kt, v, s, acc, m, l;
-  void resize(int64_t rows_pad, int64_t dp, int64_t bsp) {
-    q.assign(rows_pad * dp, 0.f);
-    kt.assign(dp * bsp, 0.f);
-    v.assign(bsp * dp, 0.f);
-    s.assign(rows_pad * bsp, 0.f);
-    acc.assign(rows_pad * dp, 0.f);
-    m.assign(rows_pad, 0.f);
-    l.assign(rows_pad, 0.f);
+  std::vector<int64_t> limit;  // keys visible to each row
+  Buffers(int64_t max_rows_pad, int64_t dp, int64_t bsp)
+      : q(max_rows_pad * dp, 0.f), kt(dp * bsp, 0.f), v(bsp * dp, 0.f),
+        s(max_rows_pad * bsp, 0.f), acc(max_rows_pad * dp, 0.f), m(max_rows_pad, 0.f),
+        l(max_rows_pad, 0.f), limit(max_rows_pad, 0) {}
+  // A work item of rows_pad rows: running totals and the padding query rows (rows..rows_pad,
+  // which a larger earlier item may have filled) back to zero.
+  void start(int64_t rows, int64_t rows_pad, int64_t dp) {
+    std::fill(q.begin() + rows * dp, q.begin() + rows_pad * dp, 0.f);
+    std::fill(acc.begin(), acc.begin() + rows_pad * dp, 0.f);
+    std::fill(l.begin(), l.begin() + rows_pad, 0.f);
+    std::fill(limit.begin(), limit.begin() + rows_pad, 0);
   }
 };
 
@@ -147,8 +164,8 @@ void run_work(const Work& w, const Shape& sh, const T* query, const T* kc, const
   const int64_t rows = (w.q1 - w.q0) * sh.group;
   const int64_t rows_pad = round_up(rows, kRows);
   const int64_t dp = sh.dp, bsp = sh.bsp, d = sh.d;
-  buf.resize(rows_pad, dp, bsp);
-  std::vector<int64_t> limit(rows_pad, 0);  // keys visible to each row
+  buf.start(rows, rows_pad, dp);
+  int64_t* limit = buf.limit.data();
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t i = w.q0 + r / sh.group;
     const int64_t h = w.kh * sh.group + r % sh.group;
@@ -157,7 +174,7 @@ void run_work(const Work& w, const Shape& sh, const T* query, const T* kc, const
     limit[r] = sh.causal ? kv_len - q_len + i + 1 : kv_len;
     buf.m[r] = -std::numeric_limits<float>::infinity();
   }
-  const int64_t n_keys = *std::max_element(limit.begin(), limit.end());
+  const int64_t n_keys = *std::max_element(limit, limit + rows_pad);
   const int32_t* row_bt = bt + w.b * sh.bt_stride;
   for (int64_t base = 0; base < n_keys; base += sh.bs) {
     const int64_t blk = row_bt[base / sh.bs];
@@ -207,6 +224,8 @@ void run_work(const Work& w, const Shape& sh, const T* query, const T* kc, const
     if (!rowmajor) {
       for (int64_t n = nvalid; n < ncols; ++n)
         for (int64_t x = 0; x < d; ++x) buf.kt[x * bsp + n] = 0.f;
+      // head-dim padding rows: a row-major item on this thread may have used the tile
+      for (int64_t x = d; x < dp; ++x) std::fill_n(buf.kt.data() + x * bsp, ncols, 0.f);
     }
     if (rowmajor)
       scores_rowmajor(buf.q.data(), k_rows, k_stride, buf.s.data(), rows_pad, dp, bsp, nvalid);
@@ -292,18 +311,27 @@ void paged_attention(uintptr_t query, uintptr_t key_cache, uintptr_t value_cache
            kcs.data(), vcs.data(), float(scale), causal,
            kcs[3] == 1 && vcs[3] == 1 && round_up(head_dim, kLanes) == head_dim};
   std::vector<Work> work;
+  int64_t cost = 0;  // multiply-adds of the score tiles, roughly half the call's arithmetic
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t q_len = qsl[b + 1] - qsl[b];
-    for (int64_t q0 = 0; q0 < q_len; q0 += kQTile)
-      for (int64_t kh = 0; kh < num_kv_heads; ++kh)
-        work.push_back({b, kh, q0, std::min(q_len, q0 + kQTile)});
+    for (int64_t q0 = 0; q0 < q_len; q0 += kQTile) {
+      const int64_t q1 = std::min(q_len, q0 + kQTile);
+      cost += num_kv_heads * round_up((q1 - q0) * sh.group, kRows) * sh.dp * lens[b];
+      for (int64_t kh = 0; kh < num_kv_heads; ++kh) work.push_back({b, kh, q0, q1});
+    }
   }
+  // Fork only when the work outweighs waking the second thread: with OMP_WAIT_POLICY=PASSIVE
+  // that took ~50 us on a 2-core AVX-512 EPYC, where one thread ran 2^20 of these units in
+  // ~150-200 us (16 decode rows at 128 keys, 9 query / 3 KV heads of 64); below it, one thread
+  // was faster (16 rows at 16 keys: 31 us against 58 us on two).
+  const bool par = work.size() > 1 && cost >= (int64_t(1) << 20);
   dispatch(dtype, "query", [&](auto tag) {
     using T = decltype(tag);
     const int64_t n = int64_t(work.size());
-#pragma omp parallel if (n > 1)
+    const int64_t max_rows_pad = round_up(kQTile * sh.group, kRows);
+#pragma omp parallel if (par)
     {
-      Buffers buf;
+      Buffers buf(max_rows_pad, sh.dp, sh.bsp);
 #pragma omp for schedule(dynamic, 1)
       for (int64_t i = 0; i < n; ++i)
         run_work<T>(work[i], sh, ptr<const T>(query), ptr<const T>(key_cache),

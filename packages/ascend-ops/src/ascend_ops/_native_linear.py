@@ -25,15 +25,16 @@ Which, by the vector ISA ``_C`` was built for and the dtype (measured, benchmark
 ``benchmarks/linear_bench.py`` at SmolLM2's shapes, weights streamed from memory):
 
 * float32, wherever oneDNN runs float32 (every x86 build of torch; aarch64 builds too, not
-  measured there): ``"blocks+onednn"``, the
-  column blocks up to :data:`BLOCK_ROWS` rows, the oneDNN pack above. On a 2-core AVX2 EPYC
-  the kernel took 200-530 us per call at 1-4 rows where torch's oneDNN pack took 300-830 us; on
-  a 2-core AVX-512 Xeon it took 0.76-0.97x vLLM's ``onednn_mm`` at 1-8 rows and was level at 16,
-  where our oneDNN pack ran 1.2-1.4x behind it (the ``_linear_pointwise`` call costs tens of us
-  more per call than vLLM's handle). Above 16 rows (prefill) the plain weight's
-  ``aten.linear`` runs MKL's ``sgemm``, 1.15-1.9x vLLM's ``onednn_mm`` at 64-256 rows on a
-  2-core AVX-512 EPYC, where the oneDNN pack ran 1.03-1.29x (and 1.00-1.10x with the weight in
-  cache): so float32 keeps that pack for prefill, one more copy of the weights in host memory.
+  measured there): ``"blocks+onednn"``, the column blocks up to :data:`FLOAT32_BLOCK_ROWS` (48)
+  rows, the oneDNN pack above. On a 2-core AVX2 EPYC the kernel took 200-530 us per call at 1-4
+  rows where torch's oneDNN pack took 300-830 us; on a 2-core AVX-512 Xeon it took 0.76-0.97x
+  vLLM's ``onednn_mm`` at 1-8 rows and was level at 16. On a 2-core AVX-512 EPYC, SmolLM2's
+  four layer shapes: the column blocks 0.6-0.95x ``onednn_mm`` at 16-48 rows, where our oneDNN
+  pack ran 0.91-1.22x (the ``_linear_pointwise`` call costs tens of us more per call than vLLM's
+  handle); at 56-64 rows the two were mixed and from 64 rows the oneDNN pack was ahead
+  (1.02-1.07x against the blocks' 1.1-1.3x: there the layer is compute-bound). Plain
+  ``aten.linear`` (MKL's ``sgemm``) ran 1.1-2.0x ``onednn_mm`` at 16-256 rows, so float32 keeps
+  the oneDNN pack for prefill, one more copy of the weights in host memory.
 * bfloat16 / float16 on AVX-512 builds whose CPU has oneDNN kernels for them:
   ``"blocks+onednn"``, both packs. The column blocks serve decode rows while the weight is narrow
   (up to 8 rows for N < :data:`WIDE_N`, one row otherwise); oneDNN's AMX / AVX-512-BF16 GEMM,
@@ -63,9 +64,13 @@ from ascend_ops._dispatch import native_module, native_vector_isa
 from ascend_ops._native import DTYPE_CODES
 from ascend_ops._pack_registry import PackRegistry
 
-#: Most rows the ``"blocks"`` layout serves: a decode kernel (register tiles of up to 8 rows on
-#: AVX-512, 4 elsewhere), level with oneDNN at 16-32 rows and 1.0-1.3x behind it at 64-256.
+#: Most rows the ``"blocks"`` layout serves where it is the only pack (bfloat16 / float16 without
+#: oneDNN kernels: ``aten.linear`` above): a decode kernel (register tiles of up to 8 rows on
+#: AVX-512, 4 elsewhere).
 BLOCK_ROWS = 16
+#: Most rows a float32 ``"blocks+onednn"`` weight sends to the column blocks (the oneDNN pack
+#: above): where the two crossed at SmolLM2's shapes (module docstring).
+FLOAT32_BLOCK_ROWS = 48
 #: Output width from which a ``"blocks+onednn"`` weight leaves every row above the first to oneDNN
 #: (SmolLM2's LM head, N = 49152: 1.4x oneDNN's time at 8 rows; its 3072-wide gate_up: level).
 WIDE_N = 8192
@@ -118,7 +123,9 @@ def block_rows(weight: torch.Tensor) -> int:
     kind = packable(weight)
     if kind is None or "blocks" not in kind:
         return 0
-    if kind == "blocks+onednn" and weight.dtype != torch.float32:
+    if kind == "blocks+onednn":
+        if weight.dtype == torch.float32:
+            return FLOAT32_BLOCK_ROWS
         return 8 if weight.shape[0] < WIDE_N else 1
     return BLOCK_ROWS
 

@@ -92,7 +92,7 @@ def test_npu_branch_on_simulated_npu_is_plain_linear(simulated_npu):
 def test_rows_above_the_blocks_run_the_onednn_pack(dtype, n, monkeypatch):
     """Where a weight keeps both packs (float32 wherever oneDNN runs float32; bfloat16 on AVX-512
     builds with oneDNN bf16 kernels on the CPU), inputs of more rows than ``block_rows`` (float32:
-    ``FLOAT32_BLOCK_ROWS``; bfloat16: 8 for a narrow weight, 1 from ``WIDE_N`` columns) run the oneDNN
+    ``FLOAT32_BLOCK_ROWS``, ``BLOCK_ROWS`` from ``WIDE_N`` columns; bfloat16: 8 for a narrow weight, 1 from ``WIDE_N`` columns) run the oneDNN
     pack, bitwise what ``mkldnn._linear_pointwise`` gives on the same pack; the rows up to it run
     the column-block kernel; all within rounding of the float64 oracle."""
     from ascend_ops._dispatch import native_module
@@ -102,7 +102,8 @@ def test_rows_above_the_blocks_run_the_onednn_pack(dtype, n, monkeypatch):
         pytest.skip(f"this build packs {dtype} as {_native_linear.packable(w)!r}")
     limit = _native_linear.block_rows(w)
     if dtype == torch.float32:
-        assert limit == _native_linear.FLOAT32_BLOCK_ROWS
+        wide = n >= _native_linear.WIDE_N
+        assert limit == (_native_linear.BLOCK_ROWS if wide else _native_linear.FLOAT32_BLOCK_ROWS)
     else:
         assert limit == (8 if n < _native_linear.WIDE_N else 1)
     mod = native_module()

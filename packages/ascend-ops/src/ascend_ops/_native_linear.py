@@ -26,9 +26,10 @@ Which, by the vector ISA ``_C`` was built for and the dtype (measured, benchmark
 
 * float32, wherever oneDNN runs float32 (every x86 build of torch; aarch64 builds too, not
   measured there): ``"blocks+onednn"``, the column blocks up to :data:`FLOAT32_BLOCK_ROWS` (48)
-  rows, the oneDNN pack above. On a 2-core AVX2 EPYC the kernel took 200-530 us per call at 1-4
-  rows where torch's oneDNN pack took 300-830 us; on a 2-core AVX-512 Xeon it took 0.76-0.97x
-  vLLM's ``onednn_mm`` at 1-8 rows and was level at 16. On a 2-core AVX-512 EPYC, SmolLM2's
+  rows (:data:`BLOCK_ROWS` from :data:`WIDE_N` columns), the oneDNN pack above. On a 2-core
+  AVX2 EPYC the kernel took 200-530 us per call at 1-4 rows where torch's oneDNN pack took
+  300-830 us; on a 2-core AVX-512 Xeon it took 0.76-0.97x vLLM's ``onednn_mm`` at 1-8 rows and
+  was level at 16. On a 2-core AVX-512 EPYC, SmolLM2's
   four layer shapes: the column blocks 0.6-0.95x ``onednn_mm`` at 16-48 rows, where our oneDNN
   pack ran 0.91-1.22x (the ``_linear_pointwise`` call costs tens of us more per call than vLLM's
   handle); at 56-64 rows the two were mixed and from 64 rows the oneDNN pack was ahead
@@ -68,11 +69,14 @@ from ascend_ops._pack_registry import PackRegistry
 #: oneDNN kernels: ``aten.linear`` above): a decode kernel (register tiles of up to 8 rows on
 #: AVX-512, 4 elsewhere).
 BLOCK_ROWS = 16
-#: Most rows a float32 ``"blocks+onednn"`` weight sends to the column blocks (the oneDNN pack
-#: above): where the two crossed at SmolLM2's shapes (module docstring).
+#: Most rows a float32 ``"blocks+onednn"`` weight narrower than :data:`WIDE_N` sends to the column
+#: blocks (the oneDNN pack above): where the two crossed at SmolLM2's shapes (module docstring).
+#: Wider float32 weights (an LM head) keep :data:`BLOCK_ROWS`: SmolLM2's took 0.76-0.93x
+#: ``onednn_mm`` at 8-16 rows on the column blocks, 1.06-1.12x at 32-48.
 FLOAT32_BLOCK_ROWS = 48
-#: Output width from which a ``"blocks+onednn"`` weight leaves every row above the first to oneDNN
-#: (SmolLM2's LM head, N = 49152: 1.4x oneDNN's time at 8 rows; its 3072-wide gate_up: level).
+#: Output width from which a ``"blocks+onednn"`` weight leaves more rows to oneDNN: bfloat16 /
+#: float16 every row above the first (SmolLM2's LM head, N = 49152: 1.4x oneDNN's time at 8 rows;
+#: its 3072-wide gate_up: level), float32 those above :data:`BLOCK_ROWS`.
 WIDE_N = 8192
 
 
@@ -125,7 +129,7 @@ def block_rows(weight: torch.Tensor) -> int:
         return 0
     if kind == "blocks+onednn":
         if weight.dtype == torch.float32:
-            return FLOAT32_BLOCK_ROWS
+            return FLOAT32_BLOCK_ROWS if weight.shape[0] < WIDE_N else BLOCK_ROWS
         return 8 if weight.shape[0] < WIDE_N else 1
     return BLOCK_ROWS
 

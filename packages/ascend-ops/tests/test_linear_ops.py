@@ -91,10 +91,11 @@ def test_npu_branch_on_simulated_npu_is_plain_linear(simulated_npu):
                                           (torch.bfloat16, 40), (torch.bfloat16, 70000)])
 def test_rows_above_the_blocks_run_the_onednn_pack(dtype, n, monkeypatch):
     """Where a weight keeps both packs (float32 wherever oneDNN runs float32; bfloat16 on AVX-512
-    builds with oneDNN bf16 kernels on the CPU), inputs of more rows than ``block_rows`` (float32:
-    ``FLOAT32_BLOCK_ROWS``, ``BLOCK_ROWS`` from ``WIDE_N`` columns; bfloat16: 8 for a narrow weight, 1 from ``WIDE_N`` columns) run the oneDNN
-    pack, bitwise what ``mkldnn._linear_pointwise`` gives on the same pack; the rows up to it run
-    the column-block kernel; all within rounding of the float64 oracle."""
+    builds with oneDNN bf16 kernels on the CPU), inputs of more rows than ``block_rows`` run the
+    oneDNN pack, bitwise what ``mkldnn._linear_pointwise`` gives on the same pack; the rows up to
+    it run the column-block kernel; all within rounding of the float64 oracle. ``block_rows``:
+    float32 ``FLOAT32_BLOCK_ROWS``, ``BLOCK_ROWS`` from ``WIDE_N`` columns; bfloat16 8 for a
+    narrow weight, 1 from ``WIDE_N`` columns."""
     from ascend_ops._dispatch import native_module
 
     w = (torch.randn(n, 40) / 7).to(dtype)

@@ -29,11 +29,11 @@ Which, by the vector ISA ``_C`` was built for and the dtype (measured, benchmark
   rows (:data:`BLOCK_ROWS` from :data:`WIDE_N` columns), the oneDNN pack above. On a 2-core
   AVX2 EPYC the kernel took 200-530 us per call at 1-4 rows where torch's oneDNN pack took
   300-830 us; on a 2-core AVX-512 Xeon it took 0.76-0.97x vLLM's ``onednn_mm`` at 1-8 rows and
-  was level at 16. On a 2-core AVX-512 EPYC, SmolLM2's
-  four layer shapes: the column blocks 0.6-0.95x ``onednn_mm`` at 16-48 rows, where our oneDNN
-  pack ran 0.91-1.22x (the ``_linear_pointwise`` call costs tens of us more per call than vLLM's
-  handle); at 56-64 rows the two were mixed and from 64 rows the oneDNN pack was ahead
-  (1.02-1.07x against the blocks' 1.1-1.3x: there the layer is compute-bound). Plain
+  was level at 16. On a 2-core AVX-512 EPYC, SmolLM2's four layer shapes: the column blocks
+  0.6-1.06x ``onednn_mm`` at 24-48 rows, where our oneDNN pack ran 0.91-1.15x (the
+  ``_linear_pointwise`` call costs tens of us more per call than vLLM's handle); at 56-64 rows
+  the two were mixed (blocks 0.85-1.25x, oneDNN pack 1.02-1.08x) and at 128 rows the oneDNN pack
+  was ahead (1.01-1.05x against 1.16-1.33x: the layer is compute-bound there). Plain
   ``aten.linear`` (MKL's ``sgemm``) ran 1.1-2.0x ``onednn_mm`` at 16-256 rows, so float32 keeps
   the oneDNN pack for prefill, one more copy of the weights in host memory.
 * bfloat16 / float16 on AVX-512 builds whose CPU has oneDNN kernels for them:

@@ -134,11 +134,14 @@ inline void accumulate(const float* p, const float* v, int64_t v_stride, float* 
   }
 }
 
-// Per-thread tiles, allocated once per call at the largest work item's size and zeroed then: the
-// head-dim padding of q and v (columns d..dp) is never written, so it stays zero; the transposed
-// K tile zeroes its padding rows itself (run_work); everything else a work item reads it writes
-// first, except what start() resets. (Re-zeroing the whole K / V tiles for every work item cost
-// more than a decode item's work: 2 x bsp x dp floats against a few dozen keys.)
+// Per-thread tiles, allocated once per call at the size of its largest work item and zeroed
+// then. A work item writes what it reads before reading it, with three exceptions: the head-dim
+// padding of q and v (columns d..dp) is never written, so it stays zero; the K tile serves both
+// layouts, so each layout zeroes its own padding when it copies keys in (run_work: another
+// request's keys left there would meet the zero query padding, and 0 x inf is NaN); and
+// start() resets the running totals and the padding query rows. (Re-zeroing the whole K / V
+// tiles for every work item cost more than a decode item's work: 2 x bsp x dp floats against a
+// few dozen keys.)
 struct Buffers {
   std::vector<float> q, kt, v, s, acc, m, l;
   std::vector<int64_t> limit;  // keys visible to each row
@@ -211,6 +214,9 @@ void run_work(const Work& w, const Shape& sh, const T* query, const T* kc, const
         } else {
           for (int64_t x = 0; x < d; ++x) kd[x] = to_float(kr[x * sh.kcs[3]]);
         }
+        // head-dim padding: a transposed item on this thread may have left another request's
+        // keys here, and 0 x inf is NaN
+        std::fill(kd + d, kd + dp, 0.f);
       }
       if (copy_v) {
         float* vd = buf.v.data() + n * dp;
@@ -312,11 +318,14 @@ void paged_attention(uintptr_t query, uintptr_t key_cache, uintptr_t value_cache
            kcs[3] == 1 && vcs[3] == 1 && round_up(head_dim, kLanes) == head_dim};
   std::vector<Work> work;
   int64_t cost = 0;  // multiply-adds of the score tiles, roughly half the call's arithmetic
+  int64_t max_rows_pad = kRows;
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t q_len = qsl[b + 1] - qsl[b];
     for (int64_t q0 = 0; q0 < q_len; q0 += kQTile) {
       const int64_t q1 = std::min(q_len, q0 + kQTile);
-      cost += num_kv_heads * round_up((q1 - q0) * sh.group, kRows) * sh.dp * lens[b];
+      const int64_t rows_pad = round_up((q1 - q0) * sh.group, kRows);
+      max_rows_pad = std::max(max_rows_pad, rows_pad);
+      cost += num_kv_heads * rows_pad * sh.dp * lens[b];
       for (int64_t kh = 0; kh < num_kv_heads; ++kh) work.push_back({b, kh, q0, q1});
     }
   }
@@ -328,7 +337,6 @@ void paged_attention(uintptr_t query, uintptr_t key_cache, uintptr_t value_cache
   dispatch(dtype, "query", [&](auto tag) {
     using T = decltype(tag);
     const int64_t n = int64_t(work.size());
-    const int64_t max_rows_pad = round_up(kQTile * sh.group, kRows);
 #pragma omp parallel if (par)
     {
       Buffers buf(max_rows_pad, sh.dp, sh.bsp);

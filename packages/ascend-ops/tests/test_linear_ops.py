@@ -94,17 +94,17 @@ def test_rows_above_the_blocks_run_the_onednn_pack(dtype, n, monkeypatch):
     builds with oneDNN bf16 kernels on the CPU), inputs of more rows than ``block_rows`` run the
     oneDNN pack, bitwise what ``mkldnn._linear_pointwise`` gives on the same pack; the rows up to
     it run the column-block kernel; all within rounding of the float64 oracle. ``block_rows``:
-    float32 ``FLOAT32_BLOCK_ROWS``, ``BLOCK_ROWS`` from ``WIDE_N`` columns; bfloat16 8 for a
-    narrow weight, 1 from ``WIDE_N`` columns."""
-    from ascend_ops._dispatch import native_module
+    float32 ``FLOAT32_BLOCK_ROWS`` on AVX-512 builds, ``BLOCK_ROWS`` from ``WIDE_N`` columns or
+    on other builds; bfloat16 8 for a narrow weight, 1 from ``WIDE_N`` columns."""
+    from ascend_ops._dispatch import native_module, native_vector_isa
 
     w = (torch.randn(n, 40) / 7).to(dtype)
     if _native_linear.packable(w) != "blocks+onednn":
         pytest.skip(f"this build packs {dtype} as {_native_linear.packable(w)!r}")
     limit = _native_linear.block_rows(w)
     if dtype == torch.float32:
-        wide = n >= _native_linear.WIDE_N
-        assert limit == (_native_linear.BLOCK_ROWS if wide else _native_linear.FLOAT32_BLOCK_ROWS)
+        narrow = n < _native_linear.WIDE_N and native_vector_isa() == "avx512"
+        assert limit == (_native_linear.FLOAT32_BLOCK_ROWS if narrow else _native_linear.BLOCK_ROWS)
     else:
         assert limit == (8 if n < _native_linear.WIDE_N else 1)
     mod = native_module()

@@ -155,6 +155,27 @@ def test_attention_reads_only_written_slots_of_any_cache_layout(backend, dtype, 
     torch.testing.assert_close(got.double(), naive_attention(p, scale, True), **tol)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_attention_keeps_requests_apart_when_one_has_non_finite_keys(backend, dtype):
+    """A request whose cached keys are inf (its own output is then undefined) leaves the next
+    request's output untouched: a 16-token prefill then a one-token decode, head_dim 24 (the
+    native kernel pads it to 32 lanes, and the two items share a thread's K tile in its two
+    layouts). The decode row equals the same request run alone, and is finite."""
+    p = make_paged_problem([16, 1], [16, 5], 1, 1, 24, 16, dtype, seed=3, extra_blocks=1)
+    key_cache = p["key_cache"].clone()
+    key_cache[p["block_table"][0, 0]] = float("inf")  # all 16 of the prefill's keys
+    scale = 24 ** -0.5
+    got = ascend_ops.fused_infer_attention(p["query"], key_cache, p["value_cache"],
+                                           p["block_table"], p["query_start_loc"], p["seq_lens"],
+                                           scale, True)
+    alone = ascend_ops.fused_infer_attention(p["query"][16:], key_cache, p["value_cache"],
+                                             p["block_table"][1:],
+                                             torch.tensor([0, 1], dtype=torch.int32),
+                                             p["seq_lens"][1:], scale, True)
+    assert torch.isfinite(got[16:]).all()
+    torch.testing.assert_close(got[16:], alone, atol=0, rtol=0)
+
+
 def test_attention_bsnd_layout(backend):
     q_lens, kv_lens = [3, 1], [6, 4]
     p = make_paged_problem(q_lens, kv_lens, 4, 4, 16, 4, torch.float32, seed=5)

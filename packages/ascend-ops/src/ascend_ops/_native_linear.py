@@ -26,7 +26,8 @@ Which, by the vector ISA ``_C`` was built for and the dtype (measured, benchmark
 
 * float32, wherever oneDNN runs float32 (every x86 build of torch; aarch64 builds too, not
   measured there): ``"blocks+onednn"``, the column blocks up to :data:`FLOAT32_BLOCK_ROWS` (48)
-  rows (:data:`BLOCK_ROWS` from :data:`WIDE_N` columns), the oneDNN pack above. On a 2-core
+  rows on AVX-512 builds (:data:`BLOCK_ROWS` from :data:`WIDE_N` columns and on other builds),
+  the oneDNN pack above. On a 2-core
   AVX2 EPYC the kernel took 200-530 us per call at 1-4 rows where torch's oneDNN pack took
   300-830 us; on a 2-core AVX-512 Xeon it took 0.76-0.97x vLLM's ``onednn_mm`` at 1-8 rows and
   was level at 16. On a 2-core AVX-512 EPYC, SmolLM2's four layer shapes: the column blocks
@@ -65,14 +66,18 @@ from ascend_ops._dispatch import native_module, native_vector_isa
 from ascend_ops._native import DTYPE_CODES
 from ascend_ops._pack_registry import PackRegistry
 
-#: Most rows the ``"blocks"`` layout serves where it is the only pack (bfloat16 / float16 without
-#: oneDNN kernels: ``aten.linear`` above): a decode kernel (register tiles of up to 8 rows on
-#: AVX-512, 4 elsewhere).
+#: Most rows the column blocks serve by default: a decode kernel (register tiles of up to 8 rows
+#: on AVX-512, 4 elsewhere). The limit where the ``"blocks"`` layout is the only pack (bfloat16 /
+#: float16 without oneDNN kernels: ``aten.linear`` above), and for float32 weights on builds
+#: other than AVX-512 or from :data:`WIDE_N` columns (the oneDNN pack above).
 BLOCK_ROWS = 16
 #: Most rows a float32 ``"blocks+onednn"`` weight narrower than :data:`WIDE_N` sends to the column
-#: blocks (the oneDNN pack above): where the two crossed at SmolLM2's shapes (module docstring).
-#: Wider float32 weights (an LM head) keep :data:`BLOCK_ROWS`: SmolLM2's took 0.76-0.93x
-#: ``onednn_mm`` at 8-16 rows on the column blocks, 1.06-1.12x at 32-48.
+#: blocks on AVX-512 builds (the oneDNN pack above): where the two crossed at SmolLM2's shapes
+#: (module docstring). Wider float32 weights (an LM head) keep :data:`BLOCK_ROWS`: SmolLM2's took
+#: 0.76-0.93x ``onednn_mm`` at 8-16 rows on the column blocks, 1.06-1.12x at 32-48. AVX2 builds
+#: keep :data:`BLOCK_ROWS` too: not measured on an AVX2 CPU above 16 rows; on this AVX-512 box
+#: with oneDNN capped at AVX2 (``ONEDNN_MAX_CPU_ISA=AVX2``, one thread, under load) the AVX2
+#: build's column blocks took 1.25-1.4x oneDNN's time at 32-48 rows.
 FLOAT32_BLOCK_ROWS = 48
 #: Output width from which a ``"blocks+onednn"`` weight leaves more rows to oneDNN: bfloat16 /
 #: float16 every row above the first (SmolLM2's LM head, N = 49152: 1.4x oneDNN's time at 8 rows;
@@ -129,7 +134,8 @@ def block_rows(weight: torch.Tensor) -> int:
         return 0
     if kind == "blocks+onednn":
         if weight.dtype == torch.float32:
-            return FLOAT32_BLOCK_ROWS if weight.shape[0] < WIDE_N else BLOCK_ROWS
+            narrow = weight.shape[0] < WIDE_N and native_vector_isa() == "avx512"
+            return FLOAT32_BLOCK_ROWS if narrow else BLOCK_ROWS
         return 8 if weight.shape[0] < WIDE_N else 1
     return BLOCK_ROWS
 

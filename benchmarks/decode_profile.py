@@ -238,6 +238,11 @@ MOE_SHAPE = dict(hidden_size=512, num_attention_heads=8, num_key_value_heads=4, 
                  num_experts=32, num_experts_per_tok=4)
 
 
+#: case name -> (model: SmolLM2 or the tiny MoE checkpoint, batch)
+CASES = {"smol-b1": ("smol", 1), "smol-b8": ("smol", 8), "smol-b16": ("smol", 16),
+         "moe-b8": ("moe", 8)}
+
+
 def tiny_moe(smol: str) -> str:
     """A small Qwen3-MoE checkpoint of :data:`MOE_SHAPE`, written once under the system temp dir."""
     import tempfile
@@ -264,13 +269,16 @@ def main() -> int:
     for name in ("rounds", "reps"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1 (got {getattr(args, name)})")
+    unknown = [c for c in args.cases.split(",") if c not in CASES]
+    if unknown:
+        parser.error(f"--cases: unknown {', '.join(unknown)} (choose from {', '.join(CASES)})")
     if args.tokens < 2:
         parser.error(f"--tokens must be at least 2: decode steps are tokens - 1 (got {args.tokens})")
     from vllm_ascend import demo_model
 
     smol = str(demo_model.prepare())
-    cases = {"smol-b1": (smol, 1), "smol-b8": (smol, 8), "smol-b16": (smol, 16),
-             "moe-b8": (None, 8)}
+    cases = {name: (None if model == "moe" else smol, batch)
+             for name, (model, batch) in CASES.items()}
     print(f"load average at start: {os.getloadavg()}")
     for case in args.cases.split(","):
         model, batch = cases[case]

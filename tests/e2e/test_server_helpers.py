@@ -31,11 +31,6 @@ def demo_model_path() -> str:
     return proc.stdout.strip().splitlines()[-1]
 
 
-def free_port() -> int:
-    """A port below the kernel's ephemeral range (see ``vllm_ascend.ports``)."""
-    return ports.free_port()
-
-
 def emulation_env(**over: str | None) -> dict[str, str]:
     """The test environment: emulation on, a small emulated device, no stray plugin settings."""
     env = {k: v for k, v in os.environ.items()
@@ -63,7 +58,7 @@ class Server:
                  timeout: float = 600):
         self.log_path = log_path
         deadline = time.monotonic() + timeout
-        # Another process may still bind the port between free_port() and the server's bind:
+        # Another process may still bind the port between ports.free_port() and the server's bind:
         # start again on a new port then (twice at most); any other exit is the test's failure.
         for _ in range(3):
             self._start(model, env, extra)
@@ -77,7 +72,7 @@ class Server:
         raise TimeoutError(f"server not healthy after {timeout}s:\n{self.log[-4000:]}")
 
     def _start(self, model: str, env: dict[str, str], extra: tuple[str, ...]) -> None:
-        self.port = free_port()
+        self.port = ports.free_port()  # below the ephemeral range: see its docstring
         self.url = f"http://127.0.0.1:{self.port}"
         self._log_file = open(self.log_path, "w")
         self.proc = subprocess.Popen(server_cmd(model, self.port, *extra), env=env,

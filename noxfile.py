@@ -11,7 +11,8 @@ Sessions
                      arguments, in ``E2E_PARTS`` pytest processes over consecutive test files,
                      ``VLLM_ASCEND_E2E_JOBS`` (default 2) of them at once.
     npu_coverage     the simulated-NPU tests (the ascend-ops test files that use the simulated
-                     NPU, ``tests/e2e/test_simulated_npu*.py``), then every torch_npu / torch.npu
+                     NPU, ``tests/e2e/test_simulated_npu*.py``) under the adversarial schedule
+                     (``ASCEND_OPS_SIM_SCHEDULE``), then every torch_npu / torch.npu
                      call site in the source against the sites they executed; 100 % required.
     release          build a wheel + sdist of all seven distributions into ``dist/wheelhouse``
                      (portable ``ascend_ops._C``), ``twine check`` them, then ``tests/release``:
@@ -285,8 +286,9 @@ def npu_coverage(session: nox.Session) -> None:
     dump = ROOT / ".nox" / "npu_callsites"
     shutil.rmtree(dump, ignore_errors=True)
     dump.mkdir(parents=True)
+    # the asynchronous simulated device's race-exposing schedule (docs/simulated-npu.md)
     env = {**COMMON_ENV, CALLSITES_ENV: str(dump), "VLLM_TARGET_DEVICE": None,
-           "PYTHONPATH": str(ROOT / "scripts")}
+           "PYTHONPATH": str(ROOT / "scripts"), "ASCEND_OPS_SIM_SCHEDULE": "adversarial"}
     # the ascend-ops test files that run ops on the simulated NPU (its ``simulated_npu`` fixture)
     sim_tests = [p for p in sorted((PACKAGES / "ascend-ops" / "tests").glob("test_*.py"))
                  if "simulated_npu" in p.read_text() or p.name.startswith("test_simulator")]

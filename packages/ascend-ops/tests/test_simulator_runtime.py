@@ -15,6 +15,8 @@ import torch
 from ascend_ops import device, simulator
 from ascend_ops.simulator import SimulatedNpuError
 
+pytestmark = pytest.mark.sim_only  # the simulator's own contract
+
 REPO = Path(__file__).resolve().parents[3]
 # call sites are paths under packages/*/src: only an editable install (the repo's .venv) has them;
 # the nox session installs ascend-ops into a fresh venv as a wheel
@@ -92,6 +94,10 @@ def test_streams_and_events(simulated_npu):
         e.record(s)
         s.wait_event(e)
         end = s.record_event(torch.npu.Event(enable_timing=True))
+    with pytest.raises(RuntimeError, match="completed"):
+        e.elapsed_time(end)  # the stream has not run its markers yet (asynchronous device)
+    end.synchronize()
+    assert e.query() and end.query()
     assert torch.npu.current_stream() is not s and e.elapsed_time(end) >= 0
     torch.npu.set_stream(s)
     assert torch.npu.current_stream() is s

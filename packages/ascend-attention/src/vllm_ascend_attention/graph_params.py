@@ -11,7 +11,8 @@ vllm-ascend for its FIA graph path (``vllm_ascend/compilation/acl_graph.py``,
 
 * capture: per layer, an ``ExternalEvent`` the graph waits on (then resets), and the
   attention call as its own task group -> a handle (:func:`capture_call`);
-* before each replay: re-issue each layer's call with the step's real lengths
+* before each replay: wait for the previous replay (synchronize the current stream), then
+  re-issue each layer's call with the step's real lengths
   between ``graph_task_update_begin(update_stream, handle)`` and
   ``graph_task_update_end(update_stream)`` writing the *captured* output tensors
   (the ``.out`` overload), then record the event (:func:`update_graph_params`).
@@ -131,6 +132,14 @@ def update_graph_params(params: Any) -> int:
             "FULL-graph parameter update needs the step's per-layer attention metadata "
             f"(a dict), got {type(metadata).__name__}; micro-batching is not supported here"
         )
+    # The previous FULL replay may still run on the device (async scheduling keeps the host a
+    # step ahead): an update issued now on the update stream could reach the graph's task
+    # before that replay does, and its event record would merge with the one that replay has
+    # not consumed yet, so a later wait never returns. vllm-ascend synchronizes the current
+    # stream before each FULL replay for this (vllm_ascend/compilation/acl_graph.py, commits
+    # 1cdf9ffa73 and e7a13beedb); docs/simulated-npu.md shows the race under the adversarial
+    # schedule.
+    device.current_stream().synchronize()
     stream = _stream()
     with device.stream(stream):
         for name, call in calls.items():

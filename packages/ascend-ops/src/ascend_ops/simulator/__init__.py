@@ -63,6 +63,10 @@ def install(capacity_bytes: int | None = None, device_count: int | None = None):
         sys.modules["torch_npu.npu"] = namespace
         torch.npu = namespace
         _installed["wrapped"] = _wrap_npu_modules()
+        from ascend_ops.simulator import streams
+
+        streams.patch_host_reads(True)
+        streams.ensure_mode()  # this thread's device ops meet the asynchronous device
         _installed["module"] = module
         return module
 
@@ -117,6 +121,12 @@ def uninstall() -> None:
     with _lock:
         if "module" not in _installed:
             return
+        from ascend_ops.simulator import graph, streams
+
+        streams.QUEUE.clear()
+        graph.abandon_update()
+        streams.remove_mode()
+        streams.patch_host_reads(False)
         for key, mod in _installed["previous"].items():
             if mod is None:
                 sys.modules.pop(key, None)

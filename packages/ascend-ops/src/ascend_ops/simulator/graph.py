@@ -10,17 +10,21 @@ Model (``docs/simulated-npu.md``; API of ``torch_npu/npu/graphs.py``):
   (ints, floats, lists such as ``actual_seq_lengths``) copied, so they stay as captured. Ops of
   other namespaces (``ascend::``, vLLM's custom ops) are descended into: their CPU kernel runs
   with the mode re-entered, so the ops inside are what gets recorded.
-* ``replay()`` re-runs the recorded ops in order; a functional op's results are copied into the
+* ``replay()`` queues the replay on the current stream (``streams``: the device runs it when
+  something forces it); running, it re-runs the recorded ops in order; a functional op's results are copied into the
   tensors it returned at capture (later ops read those by identity). Ops whose result shares an
   input's storage (views; ``to``/``reshape`` returning their input) and ``aten.empty*`` are not
   re-run; a ``Tensor(a)`` op that returned a fresh tensor (``to(dtype)``) is, like a functional
   op; in-place and ``out=`` ops write their captured arguments again.
 * ``graph_task_group_begin/end(stream)`` around captured ops make a task group (the end returns
   its handle). Between ``graph_task_update_begin(stream, handle)`` and ``graph_task_update_end``
-  the ``npu::``/``atb::`` calls are recorded, not executed, and replace the group's ops for every
-  later replay; each must write (``.out`` overload) tensors the group wrote at capture.
+  the ``npu::``/``atb::`` calls are recorded, not executed; ``graph_task_update_end`` queues the
+  replacement on the update stream, and from when that stream runs it, every replay uses it;
+  each must write (``.out`` overload) tensors the group wrote at capture.
+* ``ExternalEvent`` record / wait / reset issued during a capture become graph tasks (``EventOp``)
+  that run at each replay.
 * Host syncs inside a capture raise ``SimulatedNpuError`` naming the call: ``.item()``/``bool()``/
-  ``int()``/``float()`` and ``torch.equal`` (seen as ops), ``.tolist()``/``.cpu()``/``.numpy()``
+  ``int()``/``float()`` and ``torch.equal`` (seen as ops), ``.tolist()``/``.cpu()``/``.numpy()``/``.to("cpu")``
   (Tensor methods patched for the duration of the capture), ``torch.npu.synchronize()``, and ops
   with data-dependent output shapes (``nonzero``, boolean-mask indexing, ``masked_select``,
   ``unique``, ``repeat_interleave`` without ``output_size``).
@@ -34,6 +38,7 @@ import threading
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from ascend_ops.simulator import constraints, streams
 from ascend_ops.simulator.errors import SimulatedNpuError
 from ascend_ops.simulator.ledger import LEDGER, _caller, record_call
 from ascend_ops.simulator.recording import (
@@ -42,6 +47,7 @@ from ascend_ops.simulator.recording import (
     count_launch,
     descend,
     descends,
+    flat_tensors,
     sync_name,
 )
 
@@ -69,6 +75,32 @@ class TaskGroup:
         return {t.data_ptr() for op in ops for t in op.writes()}
 
 
+class EventOp:
+    """An ``ExternalEvent`` record / wait / reset captured into a graph: a task run at each replay."""
+
+    __slots__ = ("name", "run", "event")
+
+    def __init__(self, name: str, event, run):
+        self.name, self.event, self.run = name, event, run
+
+    def writes(self) -> list:
+        return []
+
+    def reads(self) -> list:
+        return []
+
+    def closure(self):
+        return self.run
+
+
+def capture_event_op(name: str, event, run) -> bool:
+    """Inside a capture, append an event task to the capturing graph (True); else False."""
+    if _capturing is None:
+        return False
+    _capturing.graph._ops.append(EventOp(name, event, run))
+    return True
+
+
 class CaptureMode(TorchDispatchMode):
     """Records (and executes) every device op; descends into other namespaces and into
     higher-order ops (e.g. ``auto_functionalized`` in compiled graphs)."""
@@ -87,6 +119,8 @@ class CaptureMode(TorchDispatchMode):
         if what is not None:
             file, line = _caller(2)
             raise SimulatedNpuError(f"host sync inside NPU graph capture: {what} at {file}:{line}")
+        if self.graph._group_start is not None:  # an updatable task: FIA needs its workspace
+            constraints.check_graph_workspace(func, args, kwargs)
         out = func(*args, **kwargs)
         count_launch(func, args, out)
         if func not in NO_RERUN:  # views are dropped by RecordedOp.aliases_input
@@ -116,6 +150,7 @@ class UpdateMode(TorchDispatchMode):
                 raise SimulatedNpuError(
                     f"graph_task_update: {op.name} is not an out= overload; the re-issued call must "
                     "write the captured outputs (e.g. npu_fused_infer_attention_score.out(..., out=[...]))")
+            constraints.check_graph_workspace(func, args, kwargs)
             self.ops.append(op)
             returns = func._schema.returns
             if not returns:
@@ -125,15 +160,29 @@ class UpdateMode(TorchDispatchMode):
         return func(*args, **kwargs)
 
 
-_PATCHED = ("tolist", "cpu", "numpy")
+_PATCHED = ("tolist", "cpu", "numpy", "to")
 _originals: dict[str, object] = {}
+
+
+def _to_host(args, kwargs) -> bool:
+    """``Tensor.to(...)`` arguments that name the host: a device-to-host copy (simulated device
+    tensors are CPU tensors, so torch returns them as they are and no op reaches the mode)."""
+    for a in (*args, kwargs.get("device")):
+        if isinstance(a, str) and a.split(":")[0] == "cpu":
+            return True
+        if isinstance(a, torch.device) and a.type == "cpu":
+            return True
+    return False
 
 
 def _guarded(name, orig):
     def method(self, *args, **kwargs):
+        if name == "to" and not _to_host(args, kwargs):
+            return orig(self, *args, **kwargs)
         if _capturing is not None and torch._C._len_torch_dispatch_stack() > 0:
             file, line = _caller(2)
-            raise SimulatedNpuError(f"host sync inside NPU graph capture: Tensor.{name}() at {file}:{line}")
+            what = "Tensor.to('cpu')" if name == "to" else f"Tensor.{name}()"
+            raise SimulatedNpuError(f"host sync inside NPU graph capture: {what} at {file}:{line}")
         return orig(self, *args, **kwargs)
 
     method.__name__ = name
@@ -144,7 +193,7 @@ def _guarded(name, orig):
 def _patch_tensor_methods(on: bool) -> None:
     if on:
         for name in _PATCHED:
-            _originals[name] = getattr(torch.Tensor, name)
+            _originals[name] = getattr(torch.Tensor, name)  # may be streams' host-read wrapper
             setattr(torch.Tensor, name, _guarded(name, _originals[name]))
     else:
         for name, orig in _originals.items():
@@ -163,9 +212,14 @@ class NPUGraph:
         self._mode: CaptureMode | None = None
         self._pool = object()
         self._group_start: int | None = None
+        self._reads: set[int] = set()
+        self._writes: set[int] = set()
 
     def capture_begin(self, pool=None, capture_error_mode: str = "global") -> None:
         global _capturing
+        # the simulator executes ops during capture (for their outputs), so queued work runs first
+        # (torch_npu's ``graph.__enter__`` synchronizes the device before capturing too)
+        streams.QUEUE.drain_all()
         with _lock:
             if _capturing is not None:
                 raise SimulatedNpuError("capture_begin: another NPU graph capture is already underway")
@@ -197,17 +251,31 @@ class NPUGraph:
             pos = g.end
         ops += self._ops[pos:]
         self._plan = [op.closure() for op in ops]
+        reads, writes = set(), set()
+        for op in ops:
+            writes |= streams.keys_of(op.writes())
+            reads |= streams.keys_of(_tensors_of(op))
+        self._reads, self._writes = reads, writes
 
     def replay(self) -> None:
-        """Re-run the captured ops (with task-group replacements) on the current tensor contents."""
+        """Queue a replay on the current stream: when the device runs it, it re-runs the captured
+        ops (with the task-group replacements applied by then) on the tensors' contents then."""
         if _capturing is not None:
             raise SimulatedNpuError("replay: cannot replay an NPU graph while a capture is underway")
         if getattr(_update, "mode", None) is not None:
             raise SimulatedNpuError("replay: a graph task update is open (call graph_task_update_end first)")
-        for run in self._plan:
-            run()
-        LEDGER.replays += 1
-        LEDGER.replayed_ops += len(self._plan)
+        from ascend_ops.simulator import runtime
+
+        def run():
+            plan = self._plan  # as the device finds it: updates that ran before this replay count
+            for task in plan:
+                task()
+            LEDGER.replays += 1
+            LEDGER.replayed_ops += len(plan)
+
+        file, line = _caller(2)
+        streams.QUEUE.enqueue(streams.Work(runtime.current_stream(), f"NPUGraph.replay({id(self):#x})", run,
+                                           reads=self._reads, writes=self._writes, site=f"{file}:{line}"))
 
     def reset(self) -> None:
         self._ops, self._groups, self._plan = [], [], []
@@ -272,6 +340,17 @@ def graph_task_update_begin(stream, handle) -> None:
     _update.mode.__enter__()
 
 
+def abandon_update() -> None:
+    """Close a task update left open by an error in this thread (uninstall), recording nothing."""
+    mode = getattr(_update, "mode", None)
+    if mode is not None:
+        _update.mode = None
+        try:
+            mode.__exit__(None, None, None)
+        except Exception:  # noqa: BLE001 - not on top of the stack any more: nothing to pop
+            pass
+
+
 def graph_task_update_end(stream) -> None:
     mode = getattr(_update, "mode", None)
     if mode is None:
@@ -285,8 +364,29 @@ def graph_task_update_end(stream) -> None:
             raise SimulatedNpuError(
                 f"graph_task_update: {op.name} writes tensors the task group did not write at capture; "
                 "pass the captured output tensors")
-    group.replacement = mode.ops
-    group.graph._rebuild()
+    ops = mode.ops
+
+    def apply():
+        group.replacement = ops
+        group.graph._rebuild()
+
+    # the update reaches the graph's task when ``stream`` runs it, not when the host issues it
+    file, line = _caller(2)
+    what = group.graph._ops[group.start].name if group.end > group.start else "empty group"
+    streams.QUEUE.enqueue(streams.Work(stream if stream is not None else _current_stream(),
+                                       f"graph_task_update({what})", apply, site=f"{file}:{line}"))
+
+
+def _current_stream():
+    from ascend_ops.simulator import runtime
+
+    return runtime.current_stream()
+
+
+def _tensors_of(op) -> list:
+    if isinstance(op, EventOp):
+        return []
+    return flat_tensors((op.args, list(op.kwargs.values())))
 
 
 class graph:

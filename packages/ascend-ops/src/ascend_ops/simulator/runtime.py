@@ -3,9 +3,8 @@
 """The simulated ``torch.npu`` namespace: devices, memory accounting, streams and events.
 
 Surface and meaning follow torch_npu 2.13.0 (``torch_npu/npu/__init__.py``, ``memory.py``,
-``streams.py``); execution is synchronous on the CPU, so waits are no-ops and ordering is only
-recorded. Graph capture lives in ``graph``. Every public function records its caller's line for
-``call_sites()`` (``_api``).
+``streams.py``); streams are queues that run behind the host (``streams``). Graph capture lives
+in ``graph``. Every public function records its caller's line for ``call_sites()`` (``_api``).
 """
 
 from __future__ import annotations
@@ -20,11 +19,9 @@ from typing import Any
 
 import torch
 
-from ascend_ops.simulator import graph
+from ascend_ops.simulator import graph, soc, streams
 from ascend_ops.simulator.errors import SimulatedNpuError
 from ascend_ops.simulator.ledger import record_call
-
-DEVICE_NAME = "Ascend910B2"
 
 
 class Memory:
@@ -100,22 +97,25 @@ def _index(device) -> int:
 
 
 class Stream:
-    """A simulated stream: work runs synchronously; ``synchronize`` is a host sync."""
+    """A simulated stream: a queue of device work that runs behind the host (``streams``);
+    ``synchronize`` runs what is queued (a host sync)."""
 
     def __init__(self, device=None, priority: int = 0, **kwargs):
         record_call(2)  # constructing torch.npu.Stream(...) is a call site too
         self.device_index = _index(device)
         self.priority = priority
+        self.label = None
 
     @property
     def device(self):
         return torch.device("cpu")
 
     def wait_event(self, event) -> None:
-        return None
+        event.wait(self)
 
     def wait_stream(self, stream) -> None:
-        return None
+        if stream is not self:
+            self.wait_event(stream.record_event())
 
     def record_event(self, event=None):
         event = event if event is not None else Event()
@@ -123,10 +123,12 @@ class Stream:
         return event
 
     def query(self) -> bool:
-        return True
+        q = streams.QUEUE.queues.get(id(self))
+        return not q
 
     def synchronize(self) -> None:
         graph.host_sync("Stream.synchronize()")
+        streams.QUEUE.drain_stream(self)
 
     @property
     def npu_stream(self) -> int:
@@ -138,49 +140,93 @@ class Stream:
 
 
 class Event:
-    """A simulated event; ``elapsed_time`` is wall-clock milliseconds between two records."""
+    """A simulated event (CUDA-event semantics, torch_npu ``torch_npu/npu/streams.py``): ``record``
+    queues a marker on the stream; ``wait`` orders the waiting stream's later work after the
+    latest record; ``synchronize`` forces it; ``elapsed_time`` is wall-clock milliseconds between
+    the two markers' execution."""
 
     def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
         record_call(2)
         self.enable_timing = enable_timing
         self._time: float | None = None
+        self._last = None  # the latest record's Work
 
     def record(self, stream=None) -> None:
-        self._time = time.perf_counter()
+        stream = stream if stream is not None else current_stream()
+
+        def mark():
+            self._time = time.perf_counter()
+
+        self._last = streams.QUEUE.enqueue(streams.Work(stream, f"Event.record({id(self):#x})", mark))
 
     def wait(self, stream=None) -> None:
-        return None
+        target = self._last
+        if target is None or target.done:
+            return  # waiting on an unrecorded (or already reached) event is a no-op
+        stream = stream if stream is not None else current_stream()
+        streams.QUEUE.enqueue(streams.Work(stream, f"Event.wait({id(self):#x})",
+                                           lambda: streams.QUEUE.force(target)))
 
     def query(self) -> bool:
-        return True
+        return self._last is None or self._last.done
 
     def synchronize(self) -> None:
         graph.host_sync("Event.synchronize()")
+        if self._last is not None:
+            streams.QUEUE.force(self._last)
 
     def elapsed_time(self, end_event) -> float:
         if self._time is None or end_event._time is None:
-            raise RuntimeError("both events must be recorded before elapsed_time")
+            # cudaEventElapsedTime / aclrtEventElapsedTime: both events must have completed
+            raise RuntimeError("elapsed_time: both events must be recorded and completed (synchronize "
+                               "the end event first)")
         return (end_event._time - self._time) * 1000.0
 
 
 class ExternalEvent:
-    """``torch.npu.ExternalEvent``: record/wait/reset on a stream (inside graphs too); no-ops."""
+    """``torch.npu.ExternalEvent``: a flag on the device (torch_npu ``torch_npu/npu/streams.py`` and
+    ``torch_npu/csrc/npu/Event.cpp`` @9e73e70, Ascend/pytorch): ``record`` sets it, ``wait`` blocks
+    the stream until it is set, then clears it (the wait resets the flag), ``reset`` clears it.
+    Inside a graph capture the three are captured as graph tasks (run at each replay); outside,
+    they are queued on the stream. A wait no queued record can satisfy raises
+    ``SimulatedNpuError`` (a hang on the device)."""
 
     def __init__(self):
         record_call(2)
+        self.flag = False
+        self.label = f"ExternalEvent {id(self):#x}"
+
+    def _set(self) -> None:
+        self.flag = True
+
+    def _clear(self) -> None:
+        self.flag = False
+
+    def _wait(self, stream) -> None:
+        if not self.flag:
+            streams.QUEUE.satisfy(self, stream)
+        self.flag = False
+
+    def _issue(self, what: str, stream, run) -> None:
+        stream = stream if stream is not None else current_stream()
+        if graph.capture_event_op(f"ExternalEvent.{what}", self, run):
+            return
+        streams.QUEUE.enqueue(streams.Work(stream, f"{self.label}.{what}", run, event=self))
 
     def record(self, stream=None) -> None:
-        return None
+        self._issue("record", stream, self._set)
 
     def wait(self, stream=None) -> None:
-        return None
+        s = stream if stream is not None else current_stream()
+        self._issue("wait", stream, lambda: self._wait(s))
 
     def reset(self, stream=None) -> None:
-        return None
+        self._issue("reset", stream, self._clear)
 
 
 _default_stream = Stream.__new__(Stream)
 _default_stream.device_index, _default_stream.priority = 0, 0
+_default_stream.label = "the default stream"
 _current = threading.local()
 
 
@@ -239,6 +285,7 @@ def set_device(device) -> None:
     if not 0 <= idx < _State.device_count:
         raise SimulatedNpuError(f"set_device: device {idx} out of range (device_count={_State.device_count})")
     _State.device = idx
+    streams.ensure_mode()  # the thread that drives the device sees its ops (streams.DeviceMode)
 
 
 def current_device() -> int:
@@ -246,16 +293,24 @@ def current_device() -> int:
 
 
 def get_device_name(device=None) -> str:
-    return DEVICE_NAME
+    """The simulated SoC's name (``ASCEND_OPS_SIM_SOC``; ``soc.device_name``)."""
+    return soc.device_name()
+
+
+def get_soc_version() -> int:
+    """The simulated SoC's version number (``soc.soc_version``)."""
+    return soc.soc_version()
 
 
 def get_device_properties(device=None):
-    return types.SimpleNamespace(name=DEVICE_NAME, total_memory=MEMORY.capacity, multi_processor_count=1)
+    return types.SimpleNamespace(name=soc.device_name(), total_memory=MEMORY.capacity, multi_processor_count=1)
 
 
 def synchronize(device=None) -> None:
-    """A host sync: counted in the ledger; SimulatedNpuError inside a graph capture."""
+    """A host sync: runs every stream's queued work; counted in the ledger; SimulatedNpuError
+    inside a graph capture."""
     graph.host_sync("torch.npu.synchronize()")
+    streams.QUEUE.drain_all()
 
 
 def manual_seed(seed: int) -> None:
@@ -332,7 +387,7 @@ def memory_summary(device=None, abbreviated: bool = False) -> str:
 
 _FUNCTIONS = (
     is_available, is_simulated, is_initialized, init, device_count, set_device, current_device,
-    get_device_name, get_device_properties, synchronize, manual_seed, manual_seed_all, seed,
+    get_device_name, get_soc_version, get_device_properties, synchronize, manual_seed, manual_seed_all, seed,
     get_rng_state, set_rng_state, memory_summary,
     mem_get_info, memory_allocated, max_memory_allocated, memory_reserved, max_memory_reserved,
     empty_cache, reset_peak_memory_stats, memory_stats, host_empty_cache, current_stream,

@@ -84,6 +84,41 @@ def test_forward_oot_matches_native_property(
     _check_against_native(layer, positions, q, k)
 
 
+@pytest.fixture
+def simulated_npu():
+    """The simulated torch_npu (ascend_ops.simulator) for one test; skipped without the wheel."""
+    from ascend_ops import simulator
+
+    try:
+        module = simulator.install(capacity_bytes=1 << 30, device_count=1)
+    except simulator.SimulatedNpuError as exc:
+        pytest.skip(str(exc))
+    simulator.ledger().reset()
+    try:
+        yield module
+    finally:
+        simulator.uninstall()
+
+
+@pytest.mark.parametrize("is_neox", [True, False])
+def test_npu_branch_partial_rotary_and_two_thetas(simulated_npu, vllm_context, is_neox):
+    """GLM-style partial rotary (rotary_dim = head_size / 2) in two layers with different theta
+    (a main and a draft model, per-layer theta), on the simulated NPU: each layer matches vLLM's
+    forward_native with its own cache (ATB rope kept the first cache of the process and rotated
+    the pass-through half)."""
+    from ascend_ops import simulator
+
+    with vllm_context(["all"]):
+        layers = [AscendRotaryEmbedding(128, 64, MAX_POS, theta, is_neox, torch.bfloat16)
+                  for theta in (10000.0, 1000000.0)]
+    positions, q, k = _qkv(6, 4, 2, 128, torch.bfloat16, seed=21)
+    ascend_ops.reset_call_counts()
+    for layer in (*layers, layers[0]):
+        _check_against_native(layer, positions, q, k)
+    assert ascend_ops.call_counts(per_backend=True).get(("rotary_embedding", "npu")) == 3
+    assert simulator.ledger().launches.get("npu_mrope") == 3
+
+
 def test_key_none_rotates_query_only(vllm_context):
     with vllm_context(["all"]):
         layer = AscendRotaryEmbedding(32, 32, MAX_POS, 10000.0, True, torch.float32)

@@ -42,7 +42,9 @@ class AscendRopeMixin:
         ``is_neox_style``; partial rotary (``rotary_dim < head_size``) passes the tail through.
         The cache is cast to ``query.dtype`` first, as vLLM does. ``key=None`` (cross-layer KV
         sharing) returns ``(query_out, None)``.
-        NPU: ATB ``_npu_rotary_embedding`` via ``ascend_ops.rotary_embedding``.
+        NPU: ``torch_npu.npu_mrope`` with this layer's own cache via
+        ``ascend_ops.rotary_embedding`` (not ATB ``_npu_rotary_embedding``, which keeps the
+        first cache of the process and rotates the pass-through dims of a partial rotary).
         """
         cos_sin_cache = self._match_cos_sin_cache_dtype(query)
         flat_positions = positions.reshape(-1)

@@ -54,8 +54,10 @@ def rotary_embedding(
     Only the first rotary_dim (<= head_size, even) dims of each head rotate; the rest pass through.
     ``is_neox``: True rotates halves (x[:r/2], x[r/2:r]); False rotates interleaved pairs (GPT-J).
     Returns new (query, key) of the input shapes and dtype (out of place; math in float32).
-    NPU: ATB ``torch_npu._npu_rotary_embedding(positions, query, key, head_size, cos_sin_cache,
-    is_neox_style)``, which is in place, so the wrapper rotates clones.
+    NPU: ``torch_npu.npu_mrope(positions, query, key, cos_sin_cache, head_size,
+    mrope_section=[0, 0, 0], rotary_mode="half"|"interleave")`` (out of place, this call's
+    cache); a head_size off npu_mrope's alignment (32 for fp16/bf16, 16 for fp32) rotates the
+    rotary slice, a rotary_dim off it runs the reference math on the device (``_npu``).
     Raises TypeError/ValueError naming the argument; ValueError for positions outside the cache.
     """
     args = (positions, query, key, int(head_size), cos_sin_cache, bool(is_neox))

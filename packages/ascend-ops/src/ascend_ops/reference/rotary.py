@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""Rotary position embedding reference (vLLM cos_sin_cache convention, ATB _npu_rotary_embedding)."""
+"""Rotary position embedding reference: vLLM's cos_sin_cache convention, which is also
+``torch_npu.npu_mrope``'s RoPE mode (op-plugin docs/zh/custom_APIs/torch_npu/torch_npu-npu_mrope.md:
+each head's first rotary_dim dims rotate, the rest pass through). Not ATB
+``_npu_rotary_embedding``'s, whose head width is the table width (see ascend_ops.simulator)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""Reference kernels of the simulated torch_npu operators (norm, activation, rope, KV cache).
+"""Reference kernels of the simulated torch_npu operators (norm, activation, KV cache).
 
 Each kernel takes the operator's arguments by their published names (already bound and
 defaulted by ``library``) and computes the documented semantics in float32, returning the
 operator's dtypes. Constraints are checked before (``constraints``); a case the kernel does not
 model raises ``NotImplementedError``, which the library turns into ``SimulatedNpuError``.
-Attention lives in ``kernels_attention``, the MoE operators in ``kernels_moe``.
+Attention lives in ``kernels_attention``, the MoE operators in ``kernels_moe``, rotary
+embedding (ATB ``_npu_rotary_embedding``, ``npu_mrope``) in ``kernels_rope``.
 """
 
 from __future__ import annotations
@@ -36,13 +37,6 @@ def npu_swiglu(self, dim):
     return reference.swiglu(moved).movedim(-1, dim).contiguous()
 
 
-def _npu_rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox_style):
-    """ATB rope, in place on query [T, Hq*head_size] and key [T, Hk*head_size]."""
-    q, k = reference.rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox_style)
-    query.copy_(q)
-    key.copy_(k)
-
-
 def _npu_reshape_and_cache(key, value, key_cache, value_cache, slot_indices):
     """ATB ReshapeAndCache: token t -> cache[slot // block_size, slot % block_size]; slot < 0 skipped."""
     reference.reshape_and_cache(key, value, key_cache, value_cache, slot_indices)
@@ -59,7 +53,6 @@ KERNELS = {
     "npu_rms_norm": npu_rms_norm,
     "npu_add_rms_norm": npu_add_rms_norm,
     "npu_swiglu": npu_swiglu,
-    "_npu_rotary_embedding": _npu_rotary_embedding,
     "_npu_reshape_and_cache": _npu_reshape_and_cache,
     "_npu_reshape_and_cache_siso": _npu_reshape_and_cache_siso,
 }

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
 """LoRA ops on the NPU branch over the simulated torch_npu (docs/simulated-npu.md):
-``npu_batch_gather_matmul_`` within its documented limits, the aten composition outside them,
-constraint violations, and graph replay with changed adapter indices."""
+``npu_batch_gather_matmul_`` within its documented limits on Atlas A2 (the only product it is
+documented for), the aten composition outside them and on A3, constraint violations, the
+operator refused on A3, and graph replay with changed adapter indices."""
 
 from __future__ import annotations
 
@@ -28,6 +29,14 @@ def _tol(dtype):
     return dict(atol=TOL[dtype]["atol"] * 10, rtol=TOL[dtype]["rtol"] * 5)
 
 
+@pytest.fixture(params=["A2", "A3"])
+def soc(request, monkeypatch):
+    """The simulated product (ascend_ops.simulator.soc); the NPU branch reads it from the SoC name."""
+    monkeypatch.setenv("ASCEND_OPS_SIM_SOC", request.param)
+    return request.param
+
+
+@pytest.mark.sim_only
 @pytest.mark.parametrize("dtype,rank,fused", [
     (torch.float16, 16, True),    # within the operator's limits: one npu_batch_gather_matmul_
     (torch.bfloat16, 16, False),  # the operator is float16-only: aten composition
@@ -35,7 +44,7 @@ def _tol(dtype):
     (torch.float16, 128, True),   # the operator's largest rank
     (torch.float16, 256, False),  # above it (vLLM accepts up to 512): aten composition
 ])
-def test_lora_linear_npu_branch(simulated_npu, dtype, rank, fused):
+def test_lora_linear_npu_branch(simulated_npu, soc, dtype, rank, fused):
     from ascend_ops import simulator
 
     x, a, b, y, idx = _problem(dtype, rank)
@@ -46,11 +55,12 @@ def test_lora_linear_npu_branch(simulated_npu, dtype, rank, fused):
     torch.testing.assert_close(y.double(), want, **_tol(dtype))
     assert set(ascend_ops.call_counts(per_backend=True)) == {("lora_linear", "npu")}
     launched = simulator.ledger().launches.get("npu_batch_gather_matmul_", 0)
-    assert launched == (1 if fused else 0)
+    assert launched == (1 if fused and soc == "A2" else 0)
 
 
+@pytest.mark.sim_only
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-def test_shrink_expand_and_segments_npu_branch(simulated_npu, dtype):
+def test_shrink_expand_and_segments_npu_branch(simulated_npu, soc, dtype):
     from ascend_ops import simulator
 
     x, a, b, y, idx = _problem(dtype)
@@ -75,14 +85,19 @@ def test_shrink_expand_and_segments_npu_branch(simulated_npu, dtype):
     torch.testing.assert_close(y_seg.double(), y_want, **_tol(dtype))
     ops = {op for op, backend in ascend_ops.call_counts(per_backend=True) if backend == "npu"}
     assert {"lora_shrink", "lora_expand", "sgmv_shrink", "sgmv_expand"} <= ops
-    if dtype == torch.float16:
-        assert simulator.ledger().launches["npu_batch_gather_matmul_"] >= 3
+    launched = simulator.ledger().launches.get("npu_batch_gather_matmul_", 0)
+    if dtype == torch.float16 and soc == "A2":
+        assert launched >= 3
+    else:
+        assert launched == 0
 
 
-def test_operator_limits_are_enforced(simulated_npu):
+@pytest.mark.sim_only
+def test_operator_limits_are_enforced(simulated_npu, monkeypatch):
     import torch_npu
     from ascend_ops.simulator import SimulatedNpuError
 
+    monkeypatch.setenv("ASCEND_OPS_SIM_SOC", "A2")  # the operator's product
     x, a, b, y, idx = _problem(torch.float16)
     with pytest.raises(SimulatedNpuError, match="indices must be int32"):
         torch_npu.npu_batch_gather_matmul_(y, x, b, idx, a, scale=1.0, y_slice_size=48)
@@ -94,7 +109,7 @@ def test_operator_limits_are_enforced(simulated_npu):
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])  # operator / aten composition
-def test_graph_replay_follows_new_adapter_indices(simulated_npu, dtype):
+def test_graph_replay_follows_new_adapter_indices(simulated_npu, soc, dtype):
     """Indices are device inputs: a captured LoRA product replays with the adapters of now."""
     x, a, b, y0, _ = _problem(dtype)
     idx = torch.tensor([0, -1, 2, 1, 1, -1])
@@ -109,3 +124,19 @@ def test_graph_replay_follows_new_adapter_indices(simulated_npu, dtype):
         want = y0.double().clone()
         ref.lora_linear(want, x, a, b, idx, 0.5, 16, 48)
         torch.testing.assert_close(y.double(), want, **_tol(dtype))
+
+
+@pytest.mark.sim_only
+def test_operator_is_refused_on_a3(simulated_npu, monkeypatch):
+    """npu_batch_gather_matmul(_) is documented for Atlas A2 only (torch-npu 2.13.0
+    _op_plugin_docs.py, 支持的型号): the simulated A3 refuses it, naming the SoC and the source."""
+    import torch_npu
+    from ascend_ops.simulator import SimulatedNpuError
+
+    monkeypatch.setenv("ASCEND_OPS_SIM_SOC", "A3")
+    assert torch.npu.get_device_name() == "Ascend910_9391"
+    x, a, b, y, idx = _problem(torch.float16)
+    for op in (torch_npu.npu_batch_gather_matmul_, torch_npu.npu_batch_gather_matmul):
+        with pytest.raises(SimulatedNpuError, match=r"npu_batch_gather_matmul_?: not available on the "
+                                                    r"simulated SoC A3 .*_op_plugin_docs\.py"):
+            op(y, x, b, idx.int(), a, scale=1.0, y_slice_size=48)

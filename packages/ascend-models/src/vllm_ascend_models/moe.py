@@ -157,6 +157,15 @@ def pack_expert_weights(layer) -> None:
             weakref.finalize(layer, ascend_ops.release_grouped_matmul_weight, handle)
 
 
+def expert_counts(expert_ids: torch.Tensor, num_experts: int) -> torch.Tensor:
+    """Rows per expert, int64 [num_experts], for ids in [0, num_experts): a scatter-add on the
+    device. Not ``torch.bincount``: its NPU kernel reads min and max on the host (two syncs per
+    call, and fails inside graph capture; Ascend/op-plugin
+    ``op_plugin/ops/opapi/BincountKernelNpuOpApi.cpp``)."""
+    ids = expert_ids.long()
+    return torch.zeros(num_experts, dtype=torch.int64, device=ids.device).scatter_add_(0, ids, torch.ones_like(ids))
+
+
 def ascend_moe_forward(layer, x: torch.Tensor, router_logits: torch.Tensor) -> torch.Tensor:
     """Routed-experts output [T, H] for ``x`` [T, H] and ``router_logits`` [T, E_global].
 
@@ -180,8 +189,8 @@ def ascend_moe_forward(layer, x: torch.Tensor, router_logits: torch.Tensor) -> t
         weights = torch.where(local >= 0, weights, torch.zeros_like(weights))
         ids = local.clamp(min=0).to(torch.int32)
     num_local = layer.w13_weight.shape[0]
-    expanded_x, row_idx, expanded_ids = ascend_ops.moe_init_routing(x, ids)
-    counts = torch.bincount(expanded_ids.long(), minlength=num_local)
+    expanded_x, row_idx, expanded_ids = ascend_ops.moe_init_routing(x, ids, num_experts=num_local)
+    counts = expert_counts(expanded_ids, num_local)
     # W8A8_DYNAMIC experts (quantization/moe.py) bring their own expert step
     int8_experts = getattr(getattr(layer, "quant_method", None), "int8_experts", None)
     if int8_experts is not None:

@@ -20,6 +20,13 @@ the float32 LoRA buffers vLLM allocates, rank 8) run as a composition of aten de
 (one GEMM over all slots + a one-hot selection, ``ascend_ops._native_lora``): no host
 synchronisation and static shapes, so both forms are valid inside a captured ACL graph.
 
+The operator is documented for Atlas A2 only (``_op_plugin_docs.py``, 支持的型号: "Atlas A2
+训练系列产品/Atlas 800I A2 推理产品"); on other products (A3, 310P) every call takes the aten
+composition. The product is told by the SoC name ``torch.npu.get_device_name()`` returns
+(aclrtGetSocName), mapped to a family as vllm-ascend does (vllm-project/vllm-ascend@182b75e
+``vllm_ascend/device/hardware.py``: ``ascend910b1`` ... ``ascend910b4-1`` are A2,
+``ascend910_93xx`` A3, ``ascend310p*`` 310P).
+
 vllm-ascend's own LoRA kernels (``bgmv_shrink``/``sgmv_expand`` in its ``csrc``) are not part of
 torch_npu and are not used. The segment (sgmv) forms expand the segments to per-token indices on
 the device (``repeat_interleave`` with a host ``output_size``) and call the per-token form.
@@ -40,8 +47,13 @@ def _w4(w: torch.Tensor) -> torch.Tensor:
     return w if w.dim() == 4 else w.unsqueeze(1)
 
 
+def on_a2() -> bool:
+    """True on an Atlas A2 NPU (SoC name ``Ascend910B*``, vllm-ascend's hardware.py table)."""
+    return str(torch.npu.get_device_name()).lower().startswith("ascend910b")
+
+
 def _fits(y, x, weights, y_offset, size, fused) -> bool:
-    """True when the call is within npu_batch_gather_matmul's documented limits."""
+    """True when the call is within npu_batch_gather_matmul's documented limits (products too)."""
     tensors = (y, x, *weights)
     if any(t.dtype != torch.float16 for t in tensors) or x.shape[0] == 0:
         return False
@@ -51,7 +63,7 @@ def _fits(y, x, weights, y_offset, size, fused) -> bool:
         rank = weights[0].shape[-2]
         if rank % ALIGN or not RANK_MIN <= rank <= RANK_MAX:
             return False
-    return 0 <= y_offset < y.shape[1] and y_offset + size <= y.shape[1]
+    return 0 <= y_offset < y.shape[1] and y_offset + size <= y.shape[1] and on_a2()
 
 
 def lora_shrink(x, lora_a, indices, scale, out):

@@ -8,10 +8,21 @@
   returns the normalized scores ``out`` [T, E]. The kernel picks the experts; the weights are
   gathered from ``out`` and renormalized/scaled here, so renormalize and the scaling factor mean
   the same thing for both scoring functions (the kernel itself always renormalizes sigmoid weights).
-* ``npu_moe_init_routing(x, row_idx, expert_idx, active_num)`` with the conventional slot-major
-  ``row_idx[t, j] = j * T + t``.
-* ``npu_moe_finalize_routing(expanded_permuted_rows, skip1, skip2, bias, scales,
-  expanded_src_to_dst_row, export_for_source_row, drop_pad_mode)``.
+* ``npu_moe_init_routing_v2(x, expert_idx, active_num=T*k, expert_num=E, expert_tokens_num_type=1,
+  expert_tokens_num_flag=True, active_expert_range=[0, E], quant_mode=-1)``: vllm-ascend's call
+  on A2 and A3 (vllm-project/vllm-ascend@182b75e ``vllm_ascend/ops/fused_moe/token_dispatcher.py``
+  ``TokenDispatcherWithAllGather.token_dispatch`` -> ``device/device_op.py``
+  ``npu_moe_init_routing``). Its rows are in the order of our contract (stable sort of the
+  token-major ids); its ``expanded_row_idx`` is token-major (``[t*k + j]``) and becomes our
+  slot-major ``[j*T + t]`` by a transpose; the sorted expert ids are scattered back on the device.
+* ``npu_moe_token_unpermute(rows, sorted_indices, probs)`` for finalize: vllm-ascend's combine on
+  A2/A3/310P (``token_dispatcher.py`` ``token_combine``); ``skip`` and the per-expert ``bias``
+  (not operands of it) are added with aten ops.
+
+The v1 pair ``npu_moe_init_routing`` / ``npu_moe_finalize_routing`` is documented for Atlas A2
+only (torch-npu 2.13.0 ``_op_plugin_docs.py``, 支持的型号; Ascend/op-plugin@517f2e7
+``docs/zh/custom_APIs/torch_npu/torch_npu-npu_moe_init_routing.md``), v2 and unpermute for A2
+and A3 (``ascend_ops/simulator/soc.py`` lists the sources), so one path serves both.
 * ``npu_grouped_matmul([x], [weight], group_list=counts, split_item=2, group_type=0,
   group_list_type=1)``: one [E, K, N] weight, groups split along M, ``group_list`` holds counts.
 """
@@ -49,28 +60,47 @@ def moe_gating_top_k(router_logits, top_k, scoring, renormalize, num_expert_grou
     return weights, ids.to(torch.int32)
 
 
-def moe_init_routing(x, expert_idx):
+#: largest expert_num of npu_moe_init_routing_v2 in count mode (_op_plugin_docs.py, 参数说明)
+MAX_EXPERT_NUM = 10240
+
+
+def moe_init_routing(x, expert_idx, num_experts=-1):
     num_tokens, k = expert_idx.shape
-    row_idx = (
-        torch.arange(num_tokens * k, dtype=torch.int32, device=x.device).view(k, num_tokens).t().contiguous()
+    ids = expert_idx.to(torch.int32)
+    # expert_num bounds the ids; unknown (-1): the documented maximum (the counts are not used)
+    experts = num_experts if num_experts > 0 else MAX_EXPERT_NUM
+    expanded_x, row_idx, _counts, _scale = torch_npu().npu_moe_init_routing_v2(
+        x,
+        ids,
+        active_num=num_tokens * k,
+        expert_num=experts,
+        expert_tokens_num_type=1,
+        expert_tokens_num_flag=True,
+        active_expert_range=[0, experts],
+        quant_mode=-1,
     )
-    expanded_x, expanded_row_idx, expanded_expert_idx = torch_npu().npu_moe_init_routing(
-        x, row_idx, expert_idx.to(torch.int32), active_num=num_tokens
-    )
-    return expanded_x, expanded_row_idx.to(torch.int32), expanded_expert_idx.to(torch.int32)
+    flat_ids = ids.reshape(-1)
+    # row_idx_type=0 is a gather index: pair p landed on row row_idx[p], so row row_idx[p] holds
+    # expert flat_ids[p]; every id is in range, so every row is written
+    sorted_ids = torch.empty_like(flat_ids).scatter_(0, row_idx.long(), flat_ids)
+    slot_major = row_idx.view(num_tokens, k).t().reshape(-1)
+    return expanded_x, slot_major.to(torch.int32), sorted_ids
 
 
 def moe_finalize_routing(expanded_rows, scales, expanded_row_idx, expert_idx, skip, bias):
-    return torch_npu().npu_moe_finalize_routing(
-        expanded_rows,
-        skip1=skip,
-        skip2=None,
-        bias=bias,
-        scales=scales.to(expanded_rows.dtype),
-        expanded_src_to_dst_row=expanded_row_idx.to(torch.int32),
-        export_for_source_row=expert_idx.to(torch.int32),
-        drop_pad_mode=0,
+    num_tokens, k = scales.shape
+    token_major = expanded_row_idx.view(k, num_tokens).t().reshape(-1).to(torch.int32)
+    out = torch_npu().npu_moe_token_unpermute(
+        expanded_rows, token_major, probs=scales.to(expanded_rows.dtype)
     )
+    if skip is None and bias is None:
+        return out
+    acc = out.float()
+    if bias is not None:  # sum_j scales[t, j] * bias[expert_idx[t, j]]
+        acc = acc + (scales.float().unsqueeze(-1) * bias[expert_idx.long()].float()).sum(1)
+    if skip is not None:
+        acc = acc + skip.float()
+    return acc.to(expanded_rows.dtype)
 
 
 def grouped_matmul(x, weight, group_list):

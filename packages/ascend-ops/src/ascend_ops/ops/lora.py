@@ -11,7 +11,8 @@ Punica paper (arXiv:2310.18547). Weights are vLLM's stacked LoRA tensors: ``lora
 Indices are int32/int64 device tensors, read only on the device (no host sync), so a captured
 graph stays valid when the adapters of the batch change. The segment forms take a host
 ``num_tokens`` (the segments' total) so their shapes are static.
-NPU: ``torch_npu.npu_batch_gather_matmul_`` (see ``ascend_ops._npu_lora``).
+NPU: ``torch_npu.npu_batch_gather_matmul_`` on Atlas A2 (the products it is documented for), an
+aten composition on A3/310P and outside its limits (see ``ascend_ops._npu_lora``).
 """
 
 from __future__ import annotations

@@ -144,9 +144,12 @@ def _(router_logits, top_k, scoring, renormalize, num_expert_group, topk_group, 
     )
 
 
-def _init_impl(x: torch.Tensor, expert_idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _init_impl(x: torch.Tensor, expert_idx: torch.Tensor,
+               num_experts: int = -1) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     backend = select_backend(x)
     count("moe_init_routing", backend)
+    if backend == "npu":  # the operator takes the expert count (expert_num)
+        return _npu_moe.moe_init_routing(x, expert_idx, num_experts)
     return _impl(backend).moe_init_routing(x, expert_idx)
 
 
@@ -154,7 +157,7 @@ _init_op = torch.library.custom_op("ascend::moe_init_routing", mutates_args=())(
 
 
 @_init_op.register_fake
-def _(x, expert_idx):
+def _(x, expert_idx, num_experts=-1):
     n = expert_idx.shape[0] * expert_idx.shape[1]
     return (
         x.new_empty((n, x.shape[1])),
@@ -254,20 +257,24 @@ def moe_gating_top_k(
     )
 
 
-def moe_init_routing(x: torch.Tensor, expert_idx: torch.Tensor):
-    """Permute tokens so each expert's rows are contiguous (torch_npu ``npu_moe_init_routing``).
+def moe_init_routing(x: torch.Tensor, expert_idx: torch.Tensor, num_experts: int = -1):
+    """Permute tokens so each expert's rows are contiguous (torch_npu ``npu_moe_init_routing_v2``).
 
-    Shapes: ``x`` [T, H] float, ``expert_idx`` [T, k] int32/int64 (ids >= 0). Returns
+    Shapes: ``x`` [T, H] float, ``expert_idx`` [T, k] int32/int64 (ids >= 0, and
+    < ``num_experts`` when given: the NPU operator's ``expert_num``; -1 = not known). Returns
     (expanded_x [T*k, H], expanded_row_idx [T*k] int32, expanded_expert_idx [T*k] int32):
     rows sorted by expert (ties in token order); ``expanded_row_idx[j*T + t]`` is the row that
     token t's j-th choice landed on (slot-major, torch_npu's convention). Count rows per expert
-    with ``torch.bincount(expanded_expert_idx, minlength=E)`` for ``grouped_matmul``.
+    on the device for ``grouped_matmul`` without a host sync, e.g.
+    ``torch.zeros(E, dtype=torch.int64).scatter_add_(0, ids.long(), torch.ones_like(ids.long()))``
+    (``torch.bincount`` reads min and max on the host on the NPU: op-plugin
+    ``BincountKernelNpuOpApi.cpp``, see ``ascend_ops.simulator.host_sync_ops``).
     Raises TypeError/ValueError naming ``x`` or ``expert_idx`` for bad dtypes or shapes.
     """
     check_init_routing(x, expert_idx)
     if eager_direct(x, expert_idx):
-        return _init_impl(x, expert_idx)
-    return torch.ops.ascend.moe_init_routing(x, expert_idx)
+        return _init_impl(x, expert_idx, int(num_experts))
+    return torch.ops.ascend.moe_init_routing(x, expert_idx, int(num_experts))
 
 
 def moe_finalize_routing(
@@ -279,7 +286,8 @@ def moe_finalize_routing(
     skip: torch.Tensor | None = None,
     bias: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Un-permute expert outputs and sum them per token (torch_npu ``npu_moe_finalize_routing``).
+    """Un-permute expert outputs and sum them per token (torch_npu ``npu_moe_token_unpermute``,
+    the NPU branch adding ``skip`` and ``bias`` with aten ops).
 
     Shapes: ``expanded_rows`` [T*k, H] (order of ``moe_init_routing``), ``scales`` [T, k] routing
     weights, ``expanded_row_idx`` [T*k], ``expert_idx`` [T, k], ``skip`` [T, H] added residual,

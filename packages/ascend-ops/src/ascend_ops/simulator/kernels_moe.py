@@ -94,9 +94,73 @@ def npu_grouped_matmul(x, weight, **kw):
     return [out]
 
 
+def npu_moe_init_routing_v2(x, expert_idx, scale, offset, active_num, expert_capacity, expert_num,
+                            drop_pad_mode, expert_tokens_num_type, expert_tokens_num_flag, quant_mode,
+                            active_expert_range, row_idx_type, x_dtype):
+    """Semantics of Ascend/op-plugin@517f2e7 docs/zh/custom_APIs/torch_npu/
+    torch_npu-npu_moe_init_routing_v2.md (功能说明 formulas and its ``cpu_op_exec`` golden):
+    the token-major flattened ``expert_idx`` (pair p = t*K + j) is stably sorted by expert, ids
+    below ``expert_start`` sorting last; ``expanded_x[i] = x[sorted[i] // K]`` for the first
+    ``min(active_num, in-range pairs)`` rows (active_num 0/-1: all in-range pairs); row_idx_type 0
+    gives the gather index ``expanded_row_idx[sorted[i]] = i`` (-1 for pairs out of range), 1 the
+    scatter index ``sorted``; counts per expert of [start, end) (type 1) or their cumsum (type
+    0). Rows and scales the documents call undefined come back as NaN (-1 for indices)."""
+    if quant_mode != -1 or drop_pad_mode != 0 or scale is not None or offset is not None:
+        raise NotImplementedError("simulated init routing v2 models quant_mode=-1, drop_pad_mode=0, no scale/offset")
+    if expert_tokens_num_type not in (0, 1):
+        raise NotImplementedError("simulated init routing v2 models expert_tokens_num_type 0 (cumsum) and 1 (count)")
+    t, k = expert_idx.shape
+    start, end = active_expert_range if len(active_expert_range) == 2 else (0, expert_num)
+    flat = expert_idx.reshape(-1).tolist()
+    keys = [e if e >= start else 2**31 - 1 for e in flat]
+    order = sorted(range(t * k), key=lambda p: keys[p])  # sorted() is stable
+    valid = sum(1 for e in flat if start <= e < end)
+    active = valid if active_num in (0, -1) else min(active_num, valid)
+    expanded_x = torch.full((t * k, x.shape[1]), float("nan"), dtype=x.dtype) if x.is_floating_point() \
+        else torch.zeros(t * k, x.shape[1], dtype=x.dtype)
+    for i in range(active):
+        expanded_x[i] = x[order[i] // k]
+    if row_idx_type == 1:
+        row_idx = torch.tensor(order, dtype=torch.int32)
+    else:
+        row_idx = torch.full((t * k,), -1, dtype=torch.int32)
+        for i in range(valid):
+            row_idx[order[i]] = i
+    counts = torch.zeros(end - start, dtype=torch.int64)
+    for e in flat:
+        if start <= e < end:
+            counts[e - start] += 1
+    if expert_tokens_num_type == 0:
+        counts = counts.cumsum(0)
+    return expanded_x, row_idx, counts, torch.full((t * k,), float("nan"), dtype=torch.float32)
+
+
+def npu_moe_token_unpermute(permuted_tokens, sorted_indices, probs, padded_mode, restore_shape):
+    """``out[t] = sum_j probs[t, j] * permuted_tokens[sorted_indices[t*K + j]]`` (K = probs.shape[1],
+    1 without probs), accumulated in float32, in permuted_tokens' dtype. The index is the gather
+    form (what init routing v2 returns with row_idx_type=0): Ascend/op-plugin@517f2e7
+    test/test_custom_ops/test_npu_moe_token_permute_and_unpermute.py ``test_unpermute`` passes the
+    operator ``argsort(flat_ids)`` and its index_copy_ golden the inverse permutation;
+    vllm-project/vllm-ascend@182b75e ``TokenDispatcherWithAllGather.token_combine`` passes init
+    routing v2's ``expanded_row_idx``."""
+    if padded_mode:
+        raise NotImplementedError("simulated token unpermute models padded_mode=False")
+    k = probs.shape[1] if probs is not None else 1
+    n = sorted_indices.shape[0] // k
+    idx = sorted_indices.tolist()
+    out = torch.zeros(n, permuted_tokens.shape[1], dtype=torch.float32)
+    for t in range(n):
+        for j in range(k):
+            w = float(probs[t, j]) if probs is not None else 1.0
+            out[t] += w * permuted_tokens[idx[t * k + j]].float()
+    return out.to(permuted_tokens.dtype)
+
+
 MOE_KERNELS = {
     "npu_moe_gating_top_k": npu_moe_gating_top_k,
     "npu_moe_init_routing": npu_moe_init_routing,
+    "npu_moe_init_routing_v2": npu_moe_init_routing_v2,
+    "npu_moe_token_unpermute": npu_moe_token_unpermute,
     "npu_moe_finalize_routing": npu_moe_finalize_routing,
     "npu_grouped_matmul": npu_grouped_matmul,
 }

@@ -12,6 +12,7 @@ import torch
 from torch._C import DispatchKey, DispatchKeySet
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from ascend_ops.simulator.host_sync_ops import sync_reason
 from ascend_ops.simulator.ledger import LEDGER
 
 aten = torch.ops.aten
@@ -47,6 +48,8 @@ def sync_name(func, args, kwargs) -> str | None:
         name = "repeat_interleave without output_size (data-dependent output shape)"
     if name is None and _is_bool_index(func, args):
         name = "boolean-mask indexing (data-dependent output shape)"
+    if name is None:  # host reads in op-plugin's NPU kernels (sources in host_sync_ops)
+        name = sync_reason(func, args, kwargs)
     return name
 
 

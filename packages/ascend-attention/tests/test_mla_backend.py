@@ -134,3 +134,72 @@ def test_prefill_batch_of_two_requests_plus_padding_rows(impl):
     torch.testing.assert_close(out[:3], _naive(q[:3], lat[0], impl.w, 5), atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(out[3:7], _naive(q[3:7], lat[1], impl.w, 0), atol=1e-5, rtol=1e-5)
     assert (out[7:] == 0).all()
+
+
+@pytest.fixture
+def sim():
+    import vllm_ascend_attention.backends.mla  # noqa: F401  (vLLM/transformers imported before the simulator)
+    from ascend_ops import simulator
+    from vllm_ascend_attention import graph_params
+
+    try:
+        simulator.install(capacity_bytes=1 << 30)
+    except simulator.SimulatedNpuError as exc:
+        pytest.skip(str(exc))
+    graph_params.clear()
+    try:
+        yield simulator
+    finally:
+        graph_params.clear()
+        simulator.uninstall()
+
+
+@pytest.mark.parametrize("heads", [12, 16])
+def test_simulated_npu_decode_pads_heads_and_captures_with_a_workspace(sim, heads):
+    """Simulated NPU, DeepSeek-sized latent (512 + 64): a TP-split head count (12 = 96 / 8) is
+    zero-padded to a power of two for FIA's MLA path and the result keeps the real heads; a
+    FULL-graph capture passes one max-size workspace (shared by the graph's layers) to the
+    captured call and to its updates, and the replay after an update equals the MLA reference
+    at the new lengths."""
+    import ascend_ops
+    from ascend_ops import device
+    from vllm.v1.attention.backend import AttentionType
+    from vllm_ascend_attention import graph_params
+    from vllm_ascend_attention.backends.mla import AscendMLAImpl
+
+    lat, rope_dim, bs, dt = 512, 64, 16, torch.bfloat16
+    layers = [AscendMLAImpl(heads, lat + rope_dim, 0.05, 1, None, None, "auto", None,
+                            AttentionType.DECODER, None, q_lora_rank=None, kv_lora_rank=lat,
+                            qk_nope_head_dim=8, qk_rope_head_dim=rope_dim, qk_head_dim=8 + rope_dim,
+                            v_head_dim=8, kv_b_proj=None) for _ in range(2)]
+    g = torch.Generator().manual_seed(4)
+    cache = torch.randn(6, 1, bs, lat + rope_dim, generator=g).to(dt)
+    table = torch.tensor([[2, 4], [1, 0]], dtype=torch.int32)
+    q_nope = torch.randn(2, heads, lat, generator=g).to(dt)
+    q_pe = torch.randn(2, heads, rope_dim, generator=g).to(dt)
+    nope, rope = layers[0]._caches(cache)
+
+    def meta(kv):
+        return SimpleNamespace(decode=SimpleNamespace(block_table=table), ascend_decode=HostLengths([1, 2], kv))
+
+    def want(kv):
+        return ascend_ops.reference.mla_decode(q_nope, q_pe, nope, rope, table, [1, 2], kv, 0.05).float()
+
+    eager, _ = layers[0].forward_mqa((q_nope, q_pe), cache, meta([7, 20]), None)
+    assert eager.shape == (2, heads, lat)
+    torch.testing.assert_close(eager.float(), want([7, 20]), atol=2e-2, rtol=2e-2)
+
+    names = [f"model.layers.{i}.self_attn.attn" for i in range(2)]
+    sized = sim.ledger().launches["_npu_fused_infer_attention_score_get_max_workspace"]
+    graph = device.Graph()
+    graph.capture_begin()
+    outs = [impl.forward_mqa((q_nope, q_pe), cache, meta([7, 20]), SimpleNamespace(layer_name=name))[0]
+            for impl, name in zip(layers, names, strict=True)]
+    graph.capture_end()
+    assert sim.ledger().launches["_npu_fused_infer_attention_score_get_max_workspace"] == sized + 1
+    graph_params.update_graph_params(
+        SimpleNamespace(batch_descriptor=None, attn_metadata={name: meta([8, 21]) for name in names}))
+    graph.replay()
+    for out in outs:
+        assert out.shape == (2, heads, lat)
+        torch.testing.assert_close(out.float(), want([8, 21]), atol=2e-2, rtol=2e-2)

@@ -14,9 +14,11 @@ import torch
 
 N, L, R, BS = 4, 32, 16, 16
 SCALE = 0.15
+# FIA's MLA path (simulated NPU): latent width 512 (or 128), rope dim 64, as DeepSeek-V2/V3
+NPU_L, NPU_R = 512, 64
 
 
-def _paged_latent(kv_lens, dtype, seed):
+def _paged_latent(kv_lens, dtype, seed, lat=L, rope_dim=R):
     """Latent rows per request written into separate nope/rope caches at scattered blocks."""
     g = torch.Generator().manual_seed(seed)
     blocks = [-(-n // BS) for n in kv_lens]
@@ -24,39 +26,39 @@ def _paged_latent(kv_lens, dtype, seed):
     perm = torch.randperm(nb, generator=g)
     table = torch.zeros(len(kv_lens), max(blocks), dtype=torch.int32)
     rows, start = [], 0
-    nope = torch.zeros(nb, BS, 1, L, dtype=dtype)
-    rope = torch.zeros(nb, BS, 1, R, dtype=dtype)
+    nope = torch.zeros(nb, BS, 1, lat, dtype=dtype)
+    rope = torch.zeros(nb, BS, 1, rope_dim, dtype=dtype)
     for b, n in enumerate(kv_lens):
         table[b, : blocks[b]] = perm[start : start + blocks[b]].to(torch.int32)
         start += blocks[b]
-        lat = torch.randn(n, L + R, generator=g).to(dtype)
-        rows.append(lat)
+        row = torch.randn(n, lat + rope_dim, generator=g).to(dtype)
+        rows.append(row)
         for p in range(n):
             blk, off = int(table[b, p // BS]), p % BS
-            nope[blk, off, 0], rope[blk, off, 0] = lat[p, :L], lat[p, L:]
+            nope[blk, off, 0], rope[blk, off, 0] = row[p, :lat], row[p, lat:]
     return nope, rope, table, rows
 
 
 def _oracle_latent(q_nope, q_pe, rows, ends, kv_lens):
     out = torch.zeros(q_nope.shape, dtype=torch.float64)
-    start = 0
+    start, lat = 0, q_nope.shape[-1]
     for b, (end, kv) in enumerate(zip(ends, kv_lens, strict=True)):
-        c, kpe = rows[b][:, :L].double(), rows[b][:, L:].double()
+        c, kpe = rows[b][:, :lat].double(), rows[b][:, lat:].double()
         for i in range(end - start):
             vis = kv - (end - start) + i + 1
-            for h in range(N):
+            for h in range(q_nope.shape[1]):
                 s = (c[:vis] @ q_nope[start + i, h].double() + kpe[:vis] @ q_pe[start + i, h].double()) * SCALE
                 out[start + i, h] = torch.softmax(s, 0) @ c[:vis]
         start = end
     return out
 
 
-def _decode_case(dtype):
+def _decode_case(dtype, heads=N, lat=L, rope_dim=R):
     g = torch.Generator().manual_seed(7)
     ends, kv_lens = [1, 2, 4], [5, 37, 20]  # two decodes and a 2-token (spec-style) request
-    nope, rope, table, rows = _paged_latent(kv_lens, dtype, seed=3)
-    q_nope = torch.randn(4, N, L, generator=g).to(dtype)
-    q_pe = torch.randn(4, N, R, generator=g).to(dtype)
+    nope, rope, table, rows = _paged_latent(kv_lens, dtype, 3, lat, rope_dim)
+    q_nope = torch.randn(4, heads, lat, generator=g).to(dtype)
+    q_pe = torch.randn(4, heads, rope_dim, generator=g).to(dtype)
     want = _oracle_latent(q_nope, q_pe, rows, ends, kv_lens)
     return (q_nope, q_pe, nope, rope, table, ends, kv_lens, SCALE), want
 
@@ -116,11 +118,12 @@ def test_bad_lengths_are_named():
         ascend_ops.mla_decode(*args[:5], args[5], [5, 37], SCALE)
 
 
+@pytest.mark.sim_only
 @pytest.mark.parametrize("dtype", [torch.bfloat16])
 def test_npu_branch_under_simulator_matches_oracle(simulated_npu, dtype):
     from ascend_ops import simulator
 
-    args, want = _decode_case(dtype)
+    args, want = _decode_case(dtype, lat=NPU_L, rope_dim=NPU_R)
     got = ascend_ops.mla_decode(*args)
     torch.testing.assert_close(got.double(), want, atol=3e-2, rtol=3e-2)
     # the .out overload (what a graph parameter update re-issues) writes the same result in place
@@ -137,3 +140,37 @@ def test_npu_branch_under_simulator_matches_oracle(simulated_npu, dtype):
     assert launched["npu_fused_infer_attention_score"] >= 2
     assert launched["_npu_reshape_and_cache"] >= 1  # prefill's scratch cache write
     assert simulator.ledger().host_syncs == 0, simulator.ledger().snapshot()
+
+
+@pytest.mark.sim_only
+@pytest.mark.parametrize("heads", [6, 12])
+def test_npu_decode_pads_heads_to_a_power_of_two(simulated_npu, heads):
+    """TP-split head counts (e.g. 96 / 8 = 12): FIA's MLA path takes 1/2/4/.../128 query heads
+    with a 512-wide latent (simulator rule); the NPU branch zero-pads the heads for the call and
+    drops them, so the result equals the oracle for the real heads."""
+    from ascend_ops import simulator
+
+    args, want = _decode_case(torch.bfloat16, heads, NPU_L, NPU_R)
+    got = ascend_ops.mla_decode(*args)
+    assert got.shape == want.shape and got.is_contiguous()
+    torch.testing.assert_close(got.double(), want, atol=3e-2, rtol=3e-2)
+    assert simulator.ledger().launches["npu_fused_infer_attention_score"] == 1
+    # out= (the graph form) needs the padded count, made by the caller outside the call
+    padded = ascend_ops.mla_decode_heads(args[0])
+    assert padded == 1 << (heads - 1).bit_length()
+    lse = torch.empty(1, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="power-of-two head count"):
+        ascend_ops.mla_decode(*args, out=torch.empty_like(got), softmax_lse=lse)
+    q_nope, q_pe = (torch.nn.functional.pad(t, (0, 0, 0, padded - heads)) for t in args[:2])
+    out = torch.full((4, padded, NPU_L), float("nan"), dtype=torch.bfloat16)
+    ws = ascend_ops.mla_decode_workspace(q_nope, q_pe, *args[2:])
+    assert isinstance(ws, torch.Tensor)
+    ascend_ops.mla_decode(q_nope, q_pe, *args[2:], out=out, softmax_lse=lse, workspace=ws)
+    torch.testing.assert_close(out[:, :heads].double(), want, atol=3e-2, rtol=3e-2)
+
+
+def test_decode_heads_and_workspace_on_cpu(backend):
+    """CPU backends attend any head count and need no FIA workspace."""
+    args, _ = _decode_case(torch.float32, heads=3)
+    assert ascend_ops.mla_decode_heads(args[0]) == 3
+    assert ascend_ops.mla_decode_workspace(*args) is None

@@ -11,6 +11,8 @@ import torch
 from ascend_ops.simulator import SimulatedNpuError
 from conftest import make_paged_problem
 
+pytestmark = pytest.mark.sim_only  # the simulator's own contract
+
 
 def _fia_args(dtype=torch.bfloat16, block_size=16, head_dim=16):
     p = make_paged_problem([2, 1], [5, 9], 4, 2, head_dim, block_size, dtype, seed=3)
@@ -104,13 +106,16 @@ def test_rope_and_norm_and_moe_rules(simulated_npu):
     with pytest.raises(SimulatedNpuError, match="_npu_rotary_embedding: query must be float16/bfloat16"):
         m._npu_rotary_embedding(pos, q, k, 16, torch.randn(4, 16), True)
     with pytest.raises(SimulatedNpuError, match="cos_sin_cache must have query's dtype"):
-        m._npu_rotary_embedding(pos, q.half(), k.half(), 16, torch.randn(4, 16), True)
+        # a float32 table is ATB's high-precision mode with float16 query/key, which bf16 lacks
+        m._npu_rotary_embedding(pos, q.bfloat16(), k.bfloat16(), 16, torch.randn(4, 16), True)
     with pytest.raises(SimulatedNpuError, match="npu_rms_norm: gamma must have self's dtype"):
         m.npu_rms_norm(torch.randn(2, 8).half(), torch.ones(8))
     with pytest.raises(SimulatedNpuError, match="npu_swiglu: self.shape"):
         m.npu_swiglu(torch.randn(2, 7))
     rows = torch.tensor([[0, 2], [1, 3]], dtype=torch.int32)
-    with pytest.raises(SimulatedNpuError, match="npu_moe_init_routing: expert_idx must be int32"):
+    with pytest.MonkeyPatch.context() as mp, \
+            pytest.raises(SimulatedNpuError, match="npu_moe_init_routing: expert_idx must be int32"):
+        mp.setenv("ASCEND_OPS_SIM_SOC", "A2")  # the v1 operator is documented for Atlas A2 only
         m.npu_moe_init_routing(torch.randn(2, 4), rows, rows.long(), 2)
     with pytest.raises(SimulatedNpuError, match="npu_moe_gating_top_k: group_count must divide"):
         m.npu_moe_gating_top_k(torch.randn(2, 6), 1, group_count=4)

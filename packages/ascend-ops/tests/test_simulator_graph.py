@@ -21,6 +21,7 @@ def _capture(fn):
     return g, out
 
 
+@pytest.mark.sim_only
 def test_replay_reads_current_contents_through_ascend_ops(simulated_npu):
     x = torch.randn(4, 32, dtype=torch.bfloat16)
     res = torch.randn(4, 32, dtype=torch.bfloat16)
@@ -88,10 +89,11 @@ def test_host_list_is_frozen_until_a_task_group_update(simulated_npu):
     kv = [20, 33]
     out, lse = torch.empty_like(p["query"]), torch.empty(1)
     stream = torch.npu.current_stream()
+    ws = m._npu_fused_infer_attention_score_get_max_workspace(p["query"], kc, vc, actual_seq_lengths_kv=kv, **kw)
 
     def body():
         torch.npu.graph_task_group_begin(stream)
-        m.npu_fused_infer_attention_score.out(p["query"], kc, vc, actual_seq_lengths_kv=kv, workspace=None,
+        m.npu_fused_infer_attention_score.out(p["query"], kc, vc, actual_seq_lengths_kv=kv, workspace=ws,
                                               out=[out, lse], **kw)
         return torch.npu.graph_task_group_end(stream)
 
@@ -104,7 +106,7 @@ def test_host_list_is_frozen_until_a_task_group_update(simulated_npu):
 
     out.zero_()
     torch.npu.graph_task_update_begin(stream, handle)
-    m.npu_fused_infer_attention_score.out(p["query"], kc, vc, actual_seq_lengths_kv=[5, 7], workspace=None,
+    m.npu_fused_infer_attention_score.out(p["query"], kc, vc, actual_seq_lengths_kv=[5, 7], workspace=ws,
                                           out=[out, lse], **kw)
     torch.npu.graph_task_update_end(stream)
     assert torch.count_nonzero(out) == 0, "the update call must be recorded, not executed"
@@ -114,15 +116,18 @@ def test_host_list_is_frozen_until_a_task_group_update(simulated_npu):
         torch.testing.assert_close(out, _expected(p, [5, 7]), atol=3e-2, rtol=3e-2)
 
 
+@pytest.mark.sim_only
 def test_task_group_update_must_write_the_captured_outputs(simulated_npu):
     m = simulated_npu
     p, kc, vc, kw = _fia_setup()
     out, lse = torch.empty_like(p["query"]), torch.empty(1)
     s = torch.npu.current_stream()
+    ws = m._npu_fused_infer_attention_score_get_max_workspace(p["query"], kc, vc, actual_seq_lengths_kv=[20, 33], **kw)
 
     def body():
         torch.npu.graph_task_group_begin(s)
-        m.npu_fused_infer_attention_score.out(p["query"], kc, vc, actual_seq_lengths_kv=[20, 33], out=[out, lse], **kw)
+        m.npu_fused_infer_attention_score.out(p["query"], kc, vc, actual_seq_lengths_kv=[20, 33], out=[out, lse],
+                                              workspace=ws, **kw)
         return torch.npu.graph_task_group_end(s)
 
     g, handle = _capture(body)
@@ -130,7 +135,7 @@ def test_task_group_update_must_write_the_captured_outputs(simulated_npu):
     with pytest.raises(SimulatedNpuError, match="not an out= overload"):
         m.npu_fused_infer_attention_score(p["query"], kc, vc, actual_seq_lengths_kv=[5, 7], **kw)
     m.npu_fused_infer_attention_score.out(p["query"], kc, vc, actual_seq_lengths_kv=[5, 7],
-                                          out=[torch.empty_like(out), lse], **kw)
+                                          out=[torch.empty_like(out), lse], workspace=ws, **kw)
     with pytest.raises(SimulatedNpuError, match="a graph task update is open"):
         g.replay()
     with pytest.raises(SimulatedNpuError, match="did not write at capture"):
@@ -150,6 +155,8 @@ SYNCS = [
     ("tolist", lambda t: t.tolist(), r"Tensor.tolist\(\)"),
     ("cpu", lambda t: t.cpu(), r"Tensor.cpu\(\)"),
     ("numpy", lambda t: t.numpy(), r"Tensor.numpy\(\)"),
+    ("to_cpu", lambda t: t.to("cpu"), r"Tensor.to\('cpu'\)"),
+    ("to_device_cpu", lambda t: t.to(device=torch.device("cpu"), dtype=torch.float64), r"Tensor.to\('cpu'\)"),
     ("synchronize", lambda t: torch.npu.synchronize(), r"torch.npu.synchronize\(\)"),
     ("nonzero", lambda t: t.nonzero(), "nonzero"),
     ("mask", lambda t: t[t > 0], "boolean-mask indexing"),
@@ -159,6 +166,7 @@ SYNCS = [
 ]
 
 
+@pytest.mark.sim_only
 @pytest.mark.parametrize("name, fn, match", SYNCS, ids=[s[0] for s in SYNCS])
 def test_host_sync_inside_capture_raises(simulated_npu, name, fn, match):
     t = torch.tensor([1.0, -2.0, 3.0])
@@ -178,6 +186,7 @@ def test_shape_static_ops_are_fine_inside_capture(simulated_npu):
     assert out.tolist() == [4.0, 5.0, 5.0, 6.0]
 
 
+@pytest.mark.sim_only
 def test_syncs_outside_capture_are_counted(simulated_npu):
     torch.npu.synchronize()
     torch.npu.current_stream().synchronize()
@@ -192,6 +201,7 @@ def test_syncs_outside_capture_are_counted(simulated_npu):
     assert led.d2d_bytes == 16 and led.launches["aten::clone"] == 1
 
 
+@pytest.mark.sim_only
 def test_one_capture_at_a_time_and_no_replay_inside(simulated_npu):
     g1, g2 = torch.npu.NPUGraph(), torch.npu.NPUGraph()
     with torch.npu.graph(g1):
@@ -256,6 +266,7 @@ def test_higher_order_ops_are_descended_into(simulated_npu):
     assert new_acc.tolist() == [5.0, 5.0, 5.0] and acc.tolist() == [0.0, 0.0, 0.0]
 
 
+@pytest.mark.sim_only
 def test_collectives_are_recorded_and_reissued_on_replay(simulated_npu, tmp_path):
     """c10d collectives (gloo here, one rank) are device ops of the graph: replay re-issues them
     and waits for them, as every rank replaying its graph does."""
@@ -295,6 +306,7 @@ def test_in_place_atb_op_can_be_a_task_group(simulated_npu):
     assert torch.equal(kc[1, :2], key) and torch.count_nonzero(kc[0]) == 0
 
 
+@pytest.mark.sim_only
 def test_decode_loop_replays_cache_writes_and_updated_lengths(simulated_npu):
     """A vLLM-like decode step captured once: KV write through persistent slot/input buffers,
     FIA as an updatable task group; five replays with new inputs and host lengths each match
@@ -316,9 +328,11 @@ def test_decode_loop_replays_cache_writes_and_updated_lengths(simulated_npu):
         slots.copy_(torch.tensor([int(table[i, (n - 1) // bs]) * bs + (n - 1) % bs for i, n in enumerate(lens)]))
         seq.copy_(torch.tensor(lens))
 
+    ws = ascend_ops.fused_infer_attention_workspace(q, kc, vc, table, 0.25, True, [1, 2], [5, 9])
+
     def attend(lens):
         ascend_ops.fused_infer_attention(q, kc, vc, table, qsl, seq, 0.25, True, actual_seq_lengths=[1, 2],
-                                         actual_seq_lengths_kv=lens, out=out, softmax_lse=lse)
+                                         actual_seq_lengths_kv=lens, out=out, softmax_lse=lse, workspace=ws)
 
     lens = [5, 9]
     fill(lens)

@@ -33,12 +33,13 @@ def run_dense_ops(dtype) -> dict:
     r["add_rms_norm"] = (ascend_ops.add_rms_norm(x, res, w, 1e-6), reference.add_rms_norm(x, res, w, 1e-6))
     r["swiglu"] = (ascend_ops.swiglu(x), reference.swiglu(x))
     pos = torch.tensor([3, 0, 7])
-    q = torch.randn(3, 4 * 16, generator=g).to(dtype)
-    k = torch.randn(3, 2 * 16, generator=g).to(dtype)
-    cache = torch.randn(8, 8, generator=g)  # partial rotary: rotary_dim 8 of head_size 16
+    q = torch.randn(3, 4 * 64, generator=g).to(dtype)
+    k = torch.randn(3, 2 * 64, generator=g).to(dtype)
+    # partial rotary (rotary_dim 32 of head_size 64) within npu_mrope's 32-alignment
+    cache = torch.randn(8, 32, generator=g)
     for neox in (True, False):
-        r[f"rotary_embedding(neox={neox})"] = (ascend_ops.rotary_embedding(pos, q, k, 16, cache, neox),
-                                               reference.rotary_embedding(pos, q, k, 16, cache.to(dtype), neox))
+        r[f"rotary_embedding(neox={neox})"] = (ascend_ops.rotary_embedding(pos, q, k, 64, cache, neox),
+                                               reference.rotary_embedding(pos, q, k, 64, cache.to(dtype), neox))
     kc, vc = torch.zeros(3, 16, 2, 8, dtype=dtype), torch.zeros(3, 16, 2, 8, dtype=dtype)
     key, val = torch.randn(3, 2, 8, generator=g).to(dtype), torch.randn(3, 2, 8, generator=g).to(dtype)
     slots = torch.tensor([5, -1, 40])
@@ -54,6 +55,7 @@ def run_dense_ops(dtype) -> dict:
     return r
 
 
+@pytest.mark.sim_only
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_npu_branch_of_every_op_matches_reference(simulated_npu, dtype):
     from ascend_ops import simulator
@@ -68,9 +70,9 @@ def test_npu_branch_of_every_op_matches_reference(simulated_npu, dtype):
             "moe_gating_top_k", "moe_init_routing", "moe_finalize_routing",
             "grouped_matmul", "grouped_matmul_swiglu"} <= {op for op, _ in counts}
     launched = set(simulator.ledger().launches)
-    assert {"npu_rms_norm", "npu_add_rms_norm", "npu_swiglu", "_npu_rotary_embedding", "_npu_reshape_and_cache",
-            "npu_fused_infer_attention_score", "npu_moe_gating_top_k", "npu_moe_init_routing",
-            "npu_moe_finalize_routing", "npu_grouped_matmul"} <= launched
+    assert {"npu_rms_norm", "npu_add_rms_norm", "npu_swiglu", "npu_mrope", "_npu_reshape_and_cache",
+            "npu_fused_infer_attention_score", "npu_moe_gating_top_k", "npu_moe_init_routing_v2",
+            "npu_moe_token_unpermute", "npu_grouped_matmul"} <= launched
 
 
 def test_simulated_fia_out_overload_matches_functional(simulated_npu):
@@ -97,7 +99,7 @@ def test_simulated_fia_mla_adds_rope_scores(simulated_npu):
     """MLA decode as vllm-ascend calls it (BNSD, value = the latent cache, query_rope/key_rope):
     scores = q.k + q_rope.k_rope over the paged caches, checked against a dense float64 loop."""
     g = torch.Generator().manual_seed(4)
-    b, n, dl, dr, bs, nb = 2, 4, 32, 16, 16, 5
+    b, n, dl, dr, bs, nb = 2, 4, 512, 64, 16, 5  # FIA's MLA path: latent 512, rope 64
     lens = [20, 7]
     ckv = torch.randn(nb, 1, bs, dl, generator=g).to(torch.bfloat16)   # [nb, KV_N=1, bs, D]
     kpe = torch.randn(nb, 1, bs, dr, generator=g).to(torch.bfloat16)

@@ -21,7 +21,13 @@ from ascend_ops.ops.attention import fused_infer_attention, fused_infer_attentio
 from ascend_ops.ops.kv_cache import reshape_and_cache
 from ascend_ops.ops.linear import linear, pack_linear_weight, release_linear_weight
 from ascend_ops.ops.lora import lora_expand, lora_linear, lora_shrink, sgmv_expand, sgmv_shrink
-from ascend_ops.ops.mla import mla_decode, mla_gather_context, mla_prefill
+from ascend_ops.ops.mla import (
+    mla_decode,
+    mla_decode_heads,
+    mla_decode_workspace,
+    mla_gather_context,
+    mla_prefill,
+)
 from ascend_ops.ops.moe import (
     grouped_matmul,
     grouped_matmul_swiglu,
@@ -101,6 +107,8 @@ __all__ = [
     "lora_linear",
     "lora_shrink",
     "mla_decode",
+    "mla_decode_heads",
+    "mla_decode_workspace",
     "mla_gather_context",
     "mla_prefill",
     "moe_finalize_routing",

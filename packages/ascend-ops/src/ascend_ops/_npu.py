@@ -53,20 +53,55 @@ def swiglu(x):
     return torch_npu().npu_swiglu(x, dim=-1)
 
 
+def _mrope_align(dtype: torch.dtype) -> int:
+    # op-plugin docs/zh/custom_APIs/torch_npu/torch_npu-npu_mrope.md@517f2e7 (约束说明): head_size
+    # and rotary_dim are multiples of 32 for float16/bfloat16, of 16 for float32
+    return 16 if dtype == torch.float32 else 32
+
+
 def rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox):
-    # The ATB kernel rotates in place on [T, H*D] tensors: work on contiguous copies.
+    """``torch_npu.npu_mrope`` in RoPE mode (1-D positions, ``mrope_section=[0, 0, 0]``), out of
+    place, with this call's table: ATB ``_npu_rotary_embedding`` keeps the first table of the
+    process and takes the head width from it (op-plugin op_plugin/ops/atb/RopeAtb.cpp@517f2e7),
+    so a second table (another theta, a draft model) or partial rotary would rotate wrongly.
+
+    npu_mrope rotates each head's first rotary_dim (= table width) dims and passes the rest
+    through (torch_npu-npu_mrope.md formulas). A head_size off its alignment rotates the
+    contiguous rotary slice as whole heads (head_size = rotary_dim) and appends the tail; a
+    rotary_dim off it runs the reference math in aten ops on the device.
+    """
     t = positions.shape[0]
-    q = query.reshape(t, -1).clone()
-    k = key.reshape(t, -1).clone()
-    torch_npu()._npu_rotary_embedding(
+    rot = cos_sin_cache.shape[-1]
+    table = cos_sin_cache.to(query.dtype)  # npu_mrope: query, key and table share one dtype
+    align = _mrope_align(query.dtype)
+    if rot % align:
+        from ascend_ops import reference
+
+        return reference.rotary_embedding(positions, query, key, head_size, table, is_neox)
+    q = query.reshape(t, -1)
+    k = key.reshape(t, -1)
+    sliced = head_size % align != 0  # then rot < head_size: rot is aligned
+    if sliced:
+        q_heads, k_heads = q.view(t, -1, head_size), k.view(t, -1, head_size)
+        q_in, k_in = q_heads[..., :rot].reshape(t, -1), k_heads[..., :rot].reshape(t, -1)
+    else:
+        # vllm-ascend passes contiguous [T, H*D] views (vllm_ascend/ops/rotary_embedding.py@182b75e)
+        q_in, k_in = q.contiguous(), k.contiguous()
+    q_out, k_out = torch_npu().npu_mrope(
         positions,
-        q,
-        k,
-        head_size=head_size,
-        cos_sin_cache=cos_sin_cache.to(query.dtype),
-        is_neox_style=is_neox,
+        q_in,
+        k_in,
+        table,
+        rot if sliced else head_size,
+        mrope_section=[0, 0, 0],
+        # the op-plugin kernel accepts "half" / "interleave" only (RopeWithSinCosCacheKernelNpuOpApi.cpp)
+        rotary_mode="half" if is_neox else "interleave",
+        cache_mode="default",
     )
-    return q.view(query.shape), k.view(key.shape)
+    if sliced:
+        q_out = torch.cat((q_out.view(t, -1, rot), q_heads[..., rot:]), dim=-1)
+        k_out = torch.cat((k_out.view(t, -1, rot), k_heads[..., rot:]), dim=-1)
+    return q_out.reshape(query.shape), k_out.reshape(key.shape)
 
 
 def reshape_and_cache(key, value, key_cache, value_cache, slot_mapping):
@@ -131,15 +166,19 @@ def fused_infer_attention(query, key_cache, value_cache, block_table, ends, kv_l
 
 def fused_infer_attention_out(query, key_cache, value_cache, block_table, ends, kv_lens, scale,
                               causal, out, softmax_lse, workspace):
-    """The ``.out`` overload: writes ``out`` / ``softmax_lse`` (vllm-ascend's FIA graph path)."""
+    """The ``.out`` overload: writes ``out`` / ``softmax_lse`` (vllm-ascend's FIA graph path).
+
+    torch_npu registers this overload's two outputs as one ``Tensor[] out`` (Ascend/pytorch
+    ``torchnpugen/custom_functions.py`` RegisterCustomSchema), so they go in as
+    ``out=[attention_out, softmax_lse]``, as vllm-ascend passes them
+    (``vllm_ascend/attention/attention_v1.py``); ``attention_out=`` would be an unknown keyword."""
     torch_npu().npu_fused_infer_attention_score.out(
         query,
         _paged(key_cache, "key_cache"),
         _paged(value_cache, "value_cache"),
         **_fia_kwargs(query, key_cache, block_table, ends, kv_lens, scale, causal),
         workspace=workspace,
-        attention_out=out,
-        softmax_lse=softmax_lse,
+        out=[out, softmax_lse],
     )
 
 

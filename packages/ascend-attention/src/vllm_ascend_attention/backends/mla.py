@@ -15,7 +15,9 @@ tokens (MHA on up-projected K/V). This module supplies the device parts, each an
   (key = kv_c_normed, value = k_pe: ATB ``_npu_reshape_and_cache``); block zeroing through
   :meth:`AscendMLABackend.zero_kv_cache_blocks`;
 * decode (``forward_mqa``): ``ascend_ops.mla_decode`` (``npu_fused_infer_attention_score`` with
-  ``query_rope``/``key_rope`` over the two caches);
+  ``query_rope``/``key_rope`` over the two caches), query heads zero-padded to
+  ``ascend_ops.mla_decode_heads`` (a power of two on NPU) and the padded heads dropped; a
+  FULL-graph capture passes one max-size workspace per graph (``graph_params.shared_workspace``);
 * prefill (``forward_mha``): ``ascend_ops.mla_gather_context`` reads the cached context rows
   (prefix-cache hits, earlier chunks), the rows are ordered per request with one host-built
   index, up-projected by ``kv_b_proj`` and attended causally by ``ascend_ops.mla_prefill``.
@@ -220,10 +222,13 @@ class AscendMLAImpl(MLACommonImpl[MLACommonMetadata]):
         lengths = attn_metadata.ascend_decode
         n = lengths.num_tokens
         nope, rope = self._caches(kv_c_and_k_pe_cache)
-        rows = q_nope.shape[0]
-        # dense copies made outside the launch: a captured call and its updates read the same
-        # tensors (a copy made at update time would hold update-time contents)
-        q_nope, q_pe = q_nope[:n].contiguous(), q_pe[:n].contiguous()
+        rows, heads = q_nope.shape[0], q_nope.shape[1]
+        # FIA's MLA path takes a power-of-two head count on NPU: zero heads appended, dropped
+        # after (vllm-ascend's num_heads_padded). Dense copies made outside the launch: a
+        # captured call and its updates read the same tensors (a copy made at update time
+        # would hold update-time contents).
+        padded = ascend_ops.mla_decode_heads(q_nope)
+        q_nope, q_pe = _pad_heads(q_nope[:n], padded), _pad_heads(q_pe[:n], padded)
         block_table = attn_metadata.decode.block_table
         out = q_nope.new_zeros(q_nope.shape)
         lse = q_nope.new_empty(1)
@@ -234,13 +239,20 @@ class AscendMLAImpl(MLACommonImpl[MLACommonMetadata]):
                                   workspace=workspace)
 
         if device.is_capturing():
+            # one max-size FIA workspace per captured graph for the call and its updates (the
+            # operator would otherwise allocate one per call, freed after capture)
+            workspace = graph_params.shared_workspace(
+                lambda: ascend_ops.mla_decode_workspace(q_nope, q_pe, nope, rope, block_table, lengths.ends,
+                                                        lengths.kv_lens, self.scale))
             name = getattr(layer, "layer_name", None) or f"mla@{id(self):x}"
-            graph_params.capture_call(name, launch, attn_metadata)
+            graph_params.capture_call(name, lambda step: launch(step, workspace), attn_metadata)
         else:
             launch(attn_metadata)
+        # a new name: ``launch`` (re-issued by graph updates) must keep writing ``out``
+        result = out if padded == heads else out[:, :heads].contiguous()
         if n < rows:  # rows no request owns (not attended)
-            out = torch.cat([out, out.new_zeros(rows - n, *out.shape[1:])])
-        return out, None
+            result = torch.cat([result, result.new_zeros(rows - n, *result.shape[1:])])
+        return result, None
 
     # -- prefill (context from the cache + new tokens, up-projected, causal) ----------------
     def forward_mha(self, q, kv_c_normed, k_pe, kv_c_and_k_pe_cache, attn_metadata, k_scale, output,
@@ -269,6 +281,13 @@ class AscendMLAImpl(MLACommonImpl[MLACommonMetadata]):
         out = ascend_ops.mla_prefill(q[:n].to(k.dtype), k, v.contiguous(), lengths.ends, lengths.kv_lens,
                                      self.scale)
         output.view(-1, self.num_heads, self.v_head_dim)[:n].copy_(out)
+
+
+def _pad_heads(x: torch.Tensor, heads: int) -> torch.Tensor:
+    """[T, N, D] -> dense [T, heads, D], zero heads appended when heads > N."""
+    if x.shape[1] == heads:
+        return x.contiguous()
+    return torch.nn.functional.pad(x, (0, 0, 0, heads - x.shape[1])).contiguous()
 
 
 def _request_major_order(ctx_lens: list[int], starts: list[int], q_lens: list[int]) -> torch.Tensor:

@@ -263,11 +263,12 @@ def fused_infer_attention(
 
     ``out`` (TND only): write the result into ``out`` ([T, Hq, D], query's dtype) and return it.
     On NPU this is ``npu_fused_infer_attention_score.out(..., workspace=workspace,
-    attention_out=out, softmax_lse=softmax_lse)``, the overload torch_npu's graph parameter
+    out=[out, softmax_lse])``, the overload torch_npu's graph parameter
     update re-issues (``graph_task_update_begin/end``) so a captured call writes the same
     tensors; ``softmax_lse`` is then required (a [1] tensor of query's dtype: the operator's
     second output, unused as ``softmax_lse_flag`` is False) and ``workspace`` is the tensor
-    from :func:`fused_infer_attention_workspace` (None lets the operator size its own).
+    from :func:`fused_infer_attention_workspace` (None lets the operator allocate one per call,
+    which a call captured in a graph task group must not do).
     NPU: ``npu_fused_infer_attention_score(..., input_layout="TND", sparse_mode=3`` with the
     2048x2048 causal mask, or ``sparse_mode=0`` when not causal).
     Raises ValueError for an unknown ``layout``, Hq % Hk != 0, inconsistent lengths, block ids

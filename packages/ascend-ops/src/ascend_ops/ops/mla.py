@@ -145,10 +145,15 @@ def mla_decode(q_nope: torch.Tensor, q_pe: torch.Tensor, kv_c_cache: torch.Tenso
     NPU: ``npu_fused_infer_attention_score`` with ``query_rope``/``key_rope``, the latent cache as
     key and value, ``num_key_value_heads=1`` (vllm-ascend's MLA decode mapping; see
     ``ascend_ops._npu_mla``). CPU: the vectorised reference (no C++ kernel).
+    NPU head count: FIA's MLA path takes N in {1, 2, 4, ..., 128}; another N is zero-padded to
+    the next power of two for the call and the padded heads are dropped (vllm-ascend's
+    ``num_heads_padded``).
     ``out`` ([T, N, L], q_nope's dtype): write the result there and return it; on NPU the
     ``npu_fused_infer_attention_score.out`` overload (``softmax_lse`` then required: a [1]
-    tensor of q_nope's dtype kept with ``out``; ``workspace`` optional), the form a captured
-    call is re-issued with by a graph parameter update.
+    tensor of q_nope's dtype kept with ``out``; ``workspace`` from
+    :func:`mla_decode_workspace`, required when the call is captured in a graph task group),
+    the form a captured call is re-issued with by a graph parameter update; on NPU N must then
+    already be :func:`mla_decode_heads` (the caller pads, outside the captured call).
     Raises TypeError/ValueError naming the argument for bad dtypes, shapes or lengths.
     """
     args = (q_nope, q_pe, kv_c_cache, k_pe_cache, block_table,
@@ -164,6 +169,39 @@ def mla_decode(q_nope: torch.Tensor, q_pe: torch.Tensor, kv_c_cache: torch.Tenso
     else:
         torch.ops.ascend.mla_decode_out(*args, out, softmax_lse, workspace)
     return out
+
+
+def mla_decode_heads(q_nope: torch.Tensor) -> int:
+    """Query head count :func:`mla_decode` with ``out=`` must be given for ``q_nope`` ([T, N, L]).
+
+    NPU: N rounded up to a power of two (FIA's MLA path takes N in {1, 2, 4, ..., 128}; op-plugin
+    ``torch_npu-npu_fused_infer_attention_score.md``, "MLA约束"): the caller zero-pads q_nope /
+    q_pe along the head axis to this count and keeps the first N heads of the result, as
+    vllm-ascend's MLA decode does (``num_heads_padded``); a graph-captured call needs the padded
+    tensors made outside the call. CPU backends: N (no padding needed)."""
+    n = q_nope.shape[1]
+    return _npu_mla.padded_heads(n) if select_backend(q_nope) == "npu" else n
+
+
+def mla_decode_workspace(q_nope: torch.Tensor, q_pe: torch.Tensor, kv_c_cache: torch.Tensor,
+                         k_pe_cache: torch.Tensor, block_table: torch.Tensor,
+                         actual_seq_lengths: list[int], actual_seq_lengths_kv: list[int],
+                         scale: float) -> torch.Tensor | None:
+    """Workspace for a graph-captured :func:`mla_decode` ``out=`` call (arguments as for it,
+    head count already padded to :func:`mla_decode_heads`).
+
+    NPU: ``torch_npu._npu_fused_infer_attention_score_get_max_workspace`` with the MLA call's
+    arguments (the largest workspace any lengths of these shapes need), passed to the captured
+    call and every update of it: without one the operator allocates a workspace per call
+    (op-plugin ``FusedInferAttentionScoreKernelNpuOpApi.cpp``), freed after capture. CPU
+    backends need none and return None. Raises ValueError as :func:`mla_decode`, and on NPU for
+    a head count that is not a power of two."""
+    ends, kv_lens = [int(v) for v in actual_seq_lengths], [int(v) for v in actual_seq_lengths_kv]
+    _decode_checks(q_nope, q_pe, kv_c_cache, k_pe_cache, block_table, ends, kv_lens)
+    if select_backend(q_nope) != "npu":
+        return None
+    return _npu_mla.mla_decode_workspace(q_nope, q_pe, kv_c_cache, k_pe_cache,
+                                         block_table[: len(ends)], ends, kv_lens, float(scale))
 
 
 # ---- prefill ---------------------------------------------------------------------------------

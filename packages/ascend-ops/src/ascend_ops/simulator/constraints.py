@@ -7,11 +7,13 @@ Sources (each rule cites one):
 
 * [PLUGIN] ``torch_npu/_op_plugin_docs.py`` in the torch-npu 2.13.0 wheel (the operator
   docstrings op-plugin publishes; section named per rule).
+* [FIA-MD] Ascend/op-plugin ``docs/zh/custom_APIs/torch_npu/torch_npu-npu_fused_infer_attention_score.md``
+  @517f2e7 (section "MLA约束"): the operator's current reference page.
 * [ATB-CACHE] CANN ATB ``ReshapeAndCacheOperation`` reference (hiascend.com, ascendtb_01_0073):
   key/value [num_tokens, num_heads, head_size], caches [num_blocks, block_size, num_heads,
   head_size], one dtype of float16/bfloat16/int8, slotMapping int32.
-* [ATB-ROPE] CANN ATB ``RopeOperation`` reference (ascendtb_01_0075): query/key [ntokens,
-  hidden] float16/bfloat16, hiddenSizeQ = headNum * headDim and a multiple of hiddenSizeK.
+* Rotary-embedding rules (``_npu_rotary_embedding``, ``npu_mrope``) and their sources are in
+  ``constraints_rope``.
 * [ATB-TENSOR] ATB operators receive ``atb::Tensor`` descriptors (data pointer + shape, no
   strides; built in op-plugin ``op_plugin/utils/custom_functions/atb/AtbCommon.h``), so a
   non-contiguous tensor would be read as if it were contiguous: the simulator refuses it.
@@ -32,7 +34,9 @@ NOT_ENFORCED = {
     "npu_fused_infer_attention_score": (
         "[PLUGIN] 'page attention: block_size >= 128 and a multiple of 128' for Q_S > 1: the "
         "Q_S = 1 rule (multiple of 16, <= 512) is enforced for every query length, matching the "
-        "platform's block-size check; int8/int4 quantized inputs are not modelled (refused)."
+        "platform's block-size check; int8/int4 quantized inputs are not modelled (refused). "
+        "MLA: [PLUGIN]'s 'query S 1-16' (the .md [FIA-MD] drops it) and [FIA-MD]'s D=512 block_size "
+        "'multiple of 16, <= 1024' (the general <= 512 rule is kept)."
     ),
 }
 
@@ -71,24 +75,6 @@ def swiglu(a: dict, op="npu_swiglu") -> None:
     x, dim = a["self"], a["dim"]
     _dtype(x, (*HALF, torch.float32), op, "self")
     _need(x.shape[dim] % 2 == 0, op, f"self.shape[{dim}] must be even (split into two halves)")
-
-
-def rotary_embedding(a: dict, op="_npu_rotary_embedding") -> None:
-    q, k = a["query"], a["key"]
-    # [ATB-ROPE] query [ntokens, hiddenSizeQ], key [ntokens, hiddenSizeK], float16/bfloat16.
-    _need(q.dim() == 2 and k.dim() == 2, op, "query and key must be 2-D [num_tokens, heads * head_size]")
-    _dtype(q, HALF, op, "query")
-    _need(k.dtype == q.dtype, op, "key must have query's dtype")
-    # [ATB-ROPE] hiddenSizeQ = headDim * headNum and a multiple of hiddenSizeK.
-    hs = a["head_size"]
-    _need(q.shape[1] % hs == 0 and k.shape[1] % hs == 0, op, "query/key widths must be multiples of head_size")
-    _need(q.shape[1] % k.shape[1] == 0, op, "query width must be a multiple of key width")
-    # op-plugin RopeAtb.cpp splits cos_sin_cache with chunk(2, -1) and feeds it to the kernel as is.
-    _need(a["cos_sin_cache"].dtype == q.dtype, op, "cos_sin_cache must have query's dtype")
-    _need(a["positions"].dtype in (torch.int32, torch.int64), op, "positions must be int32/int64")
-    # [ATB-TENSOR]
-    for name in ("query", "key", "cos_sin_cache"):
-        _contig(a[name], op, name)
 
 
 def reshape_and_cache(a: dict, op="_npu_reshape_and_cache") -> None:
@@ -143,8 +129,9 @@ def fused_infer_attention(a: dict, op="npu_fused_infer_attention_score") -> None
         _need(q.dim() == (3 if layout == "TND" else 4) and q.shape[qn] == n, op,
               f"num_heads={n} must equal query's N axis for layout {layout} (query shape {tuple(q.shape)})")
     nkv = a["num_key_value_heads"] or n
-    # [PLUGIN] num_key_value_heads: num_heads整除num_key_value_heads, 比值不能大于64.
-    _need(n % nkv == 0 and n // nkv <= 64, op,
+    # [PLUGIN] num_key_value_heads: num_heads整除num_key_value_heads, 比值不能大于64. Not for MLA
+    # (query_rope given): [FIA-MD] MLA约束 allows query N up to 128 with key N = 1 (_mla).
+    _need(n % nkv == 0 and (n // nkv <= 64 or a["query_rope"] is not None), op,
           f"num_heads ({n}) must be a multiple of num_key_value_heads ({nkv}) with ratio <= 64")
     # [PLUGIN] 当Q_S大于1时: 支持N轴小于等于256, 支持D轴小于等于512.
     d = q.shape[-1] if layout != "BSH" else q.shape[-1] // n
@@ -176,12 +163,66 @@ def fused_infer_attention(a: dict, op="npu_fused_infer_attention_score") -> None
     _need((qr is None) == (kr is None), op, "query_rope and key_rope must be given together")
     if qr is not None:
         _need(qr.dtype == q.dtype and kr.dtype == k.dtype, op, "query_rope/key_rope must have query/key's dtype")
+        _mla(a, op, d, n, nkv, qr.shape[-1] // (n if layout == "BSH" else 1),
+             kr.shape[-1] // (nkv if kr.dim() == 3 else 1))
     bt = a["block_table"]
     if bt is not None:
         _page_attention(a, op, q, k, layout, n, nkv)
     elif qr is not None:
         # [PLUGIN] query_rope 约束 (sparse不为4): 必须开启PageAttention.
         raise SimulatedNpuError(f"{op}: query_rope/key_rope (MLA) need page attention (block_table)")
+
+
+#: query head counts FIA's MLA path (query_rope/key_rope, D = 512) accepts
+MLA_HEADS = (1, 2, 4, 8, 16, 32, 64, 128)
+
+
+def _mla(a, op, d, n, nkv, qr_d, kr_d) -> None:
+    # [FIA-MD] MLA约束: query的D仅支持512或128; query_rope/key_rope shape中D=64.
+    _need(d in (512, 128), op, f"MLA (query_rope/key_rope): query head dim must be 512 or 128, got {d}")
+    _need(qr_d == 64 and kr_d == 64, op, f"MLA: query_rope/key_rope head dim must be 64, got {qr_d}/{kr_d}")
+    if d == 512:
+        # [FIA-MD] D = 512时: query的N为1/2/4/8/16/32/64/128; key的N=1; 不支持softmax_lse. The
+        # wheel's docstring ([PLUGIN]: N 32/64/128) is older and narrower; vllm-ascend runs
+        # DeepSeek-V2-Lite (16 heads) on one card (tests/e2e/pull_request/one_card/
+        # model_runner_v2/test_basic.py@182b75e) and pads other counts to the next power of
+        # two (vllm_ascend/attention/mla_v1.py@182b75e:749-753), so [FIA-MD] wins.
+        _need(n in MLA_HEADS, op, f"MLA with a 512-wide latent: num_heads must be a power of two in "
+              f"[1, 128], got {n} (pad the query heads with zeros, as vllm-ascend does)")
+        _need(nkv == 1, op, f"MLA with a 512-wide latent: num_key_value_heads must be 1, got {nkv}")
+        _need(not a["softmax_lse_flag"], op, "MLA with a 512-wide latent does not support softmax_lse_flag=True")
+
+
+# [FIA-SRC] Ascend/op-plugin op_plugin/ops/opapi/FusedInferAttentionScoreKernelNpuOpApi.cpp@517f2e7
+# (npu_fused_infer_attention_score_out_symint, 446-549): with ``workspace`` the launch uses that
+# buffer (EXEC_UPDATE_NPU_NO_FORMAT_CHECK_CMD); without it, and always in the functional overload,
+# EXEC_NPU_NO_FORMAT_CHECK_CMD allocates a workspace per call (op_plugin/utils/op_api_common.h@517f2e7,
+# ``unsafe_empty_workspace``) that is freed when the call returns, so a captured task (or its
+# update) would keep a pointer into memory the pool hands out again. vllm-ascend passes the
+# ``_npu_fused_infer_attention_score_get_max_workspace`` tensor to every captured or updated call
+# (vllm_ascend/attention/attention_v1.py@182b75e:966-1087, 802-913).
+GRAPH_WORKSPACE_OPS = ("npu_fused_infer_attention_score",)
+
+
+def check_graph_workspace(func, args, kwargs) -> None:
+    """Refuse an FIA call captured into a graph task group, or re-issued in a graph task update,
+    that would allocate its own workspace (functional overload, or ``.out`` with
+    ``workspace=None``). ``func`` is the dispatched OpOverload; other ops pass."""
+    if getattr(func, "namespace", None) != "npu":
+        return
+    base, overload = func._schema.name.split("::", 1)[1], func._overloadname
+    if base not in GRAPH_WORKSPACE_OPS:
+        return
+    op = f"{base}.{overload}" if overload != "default" else base
+    names = [x.name for x in func._schema.arguments]
+    workspace = kwargs.get("workspace", args[names.index("workspace")] if "workspace" in names
+                           and names.index("workspace") < len(args) else None)
+    if "workspace" not in names or workspace is None:
+        raise SimulatedNpuError(
+            f"{op}: a call captured in a graph task group (or re-issued in a task update) needs "
+            "workspace= (the .out overload with _npu_fused_infer_attention_score_get_max_workspace's "
+            "tensor); without it the operator allocates a per-call workspace that is freed after the "
+            "call (op-plugin FusedInferAttentionScoreKernelNpuOpApi.cpp / op_api_common.h)")
 
 
 def _page_attention(a, op, q, k, layout, n, nkv) -> None:
@@ -306,10 +347,12 @@ RULES = {
     "npu_rms_norm": rms_norm,
     "npu_add_rms_norm": add_rms_norm,
     "npu_swiglu": swiglu,
-    "_npu_rotary_embedding": rotary_embedding,
     "_npu_reshape_and_cache": reshape_and_cache,
     "_npu_reshape_and_cache_siso": reshape_and_cache_siso,
     "npu_fused_infer_attention_score": fused_infer_attention,
+    # [PLUGIN] _npu_fused_infer_attention_score_get_max_workspace: 输入与npu_fused_infer_attention_score一致
+    "_npu_fused_infer_attention_score_get_max_workspace": lambda a: fused_infer_attention(
+        a, "_npu_fused_infer_attention_score_get_max_workspace"),
     "npu_moe_gating_top_k": moe_gating_top_k,
     "npu_moe_init_routing": moe_init_routing,
     "npu_moe_finalize_routing": moe_finalize_routing,
@@ -327,6 +370,13 @@ def check(op: str, args: dict) -> None:
 
 
 # the int8 operators' rules live in their own module (it imports the helpers above)
+from ascend_ops.simulator.constraints_moe import MOE_RULES  # noqa: E402
 from ascend_ops.simulator.constraints_quant import QUANT_RULES  # noqa: E402
 
 RULES.update(QUANT_RULES)
+RULES.update(MOE_RULES)
+
+# the rotary-embedding operators' rules live in their own module (it imports the helpers above)
+from ascend_ops.simulator.constraints_rope import ROPE_RULES  # noqa: E402
+
+RULES.update(ROPE_RULES)

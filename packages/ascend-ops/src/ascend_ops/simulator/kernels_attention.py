@@ -147,7 +147,9 @@ def npu_fused_infer_attention_score(query, key, value, **kw):
 
 def npu_fused_infer_attention_score_out(query, key, value, **kw):
     """``.out``: writes ``attention_out`` (and ``softmax_lse`` when ``softmax_lse_flag``) in place;
-    ``workspace`` is accepted and unused."""
+    ``workspace`` is accepted and unused here (``constraints.check_graph_workspace`` refuses a
+    missing one in a graph task group). Callers pass the outputs as ``out=[attention_out,
+    softmax_lse]``: torch_npu registers them as one ``Tensor[] out`` (``library.Overload``)."""
     out_t, lse_t = kw.pop("attention_out"), kw.pop("softmax_lse")
     kw.pop("workspace", None)
     out, lse = attention(query, key, value, **kw)
@@ -162,8 +164,11 @@ def npu_fused_infer_attention_score_out(query, key, value, **kw):
 
 
 def get_max_workspace(query, key, value, **kw):
-    """``_npu_fused_infer_attention_score_get_max_workspace``: a (tiny) workspace tensor."""
-    return torch.empty(1, dtype=torch.uint8)
+    """``_npu_fused_infer_attention_score_get_max_workspace``: a workspace tensor in query's
+    dtype, as op-plugin allocates it (FusedInferAttentionScoreKernelNpuOpApi.cpp@517f2e7:
+    ``apply_tensor_without_format({workspace_size}, query.options())``); one element here, the
+    size being a property of the real kernel's tiling."""
+    return torch.empty(1, dtype=query.dtype)
 
 
 ATTENTION_KERNELS = {

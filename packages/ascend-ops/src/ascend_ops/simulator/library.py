@@ -5,13 +5,14 @@
 Every operator with a simulator kernel is defined in namespace ``npu`` (yaml ``custom`` ops, all
 overloads, e.g. ``npu_fused_infer_attention_score`` and ``.out``) or ``atb`` (``_npu_*`` ATB ops)
 from the schema text the torch-npu wheel publishes, with one ``CompositeExplicitAutograd`` kernel
-per overload that: counts the launch in the ledger, checks ``constraints``, runs the reference
-kernel. Calls therefore go through the torch dispatcher: an unknown keyword, a missing argument or
-a wrong type raises there, exactly as for the real operator.
+per overload that: refuses an operator the simulated SoC lacks (``soc``), counts the launch in
+the ledger, checks ``constraints``, runs the reference kernel. Calls therefore go through the
+torch dispatcher: an unknown keyword, a missing argument or a wrong type raises there, exactly as for the real operator.
 
 ``torch_npu.<op>`` is an ``Operator`` (records the caller's line for ``call_sites()``, then calls
 ``torch.ops.<ns>.<op>``); ``torch_npu.<op>.<overload>`` gives that overload, which also accepts
-torch_npu's ``out=[...]`` spelling for the overload's output arguments. A published operator
+torch_npu's ``out=[...]`` spelling for the overload's output arguments (the only spelling
+when there are several: torch_npu registers them as one ``Tensor[] out``). A published operator
 without a simulator kernel raises AttributeError naming it (so ``hasattr`` feature checks work).
 """
 
@@ -24,17 +25,19 @@ from typing import Any
 
 import torch
 
-from ascend_ops.simulator import constraints
+from ascend_ops.simulator import constraints, soc
 from ascend_ops.simulator.errors import SimulatedNpuError
 from ascend_ops.simulator.kernels import KERNELS
 from ascend_ops.simulator.kernels_attention import ATTENTION_KERNELS
 from ascend_ops.simulator.kernels_lora import LORA_KERNELS
 from ascend_ops.simulator.kernels_moe import MOE_KERNELS
 from ascend_ops.simulator.kernels_quant import QUANT_KERNELS
+from ascend_ops.simulator.kernels_rope import ROPE_KERNELS, reset_atb_rope_tables
 from ascend_ops.simulator.ledger import LEDGER, record_call
 from ascend_ops.simulator.schemas import TORCH_NPU_VERSION, Schemas
 
-ALL_KERNELS = {**KERNELS, **ATTENTION_KERNELS, **MOE_KERNELS, **LORA_KERNELS, **QUANT_KERNELS}
+ALL_KERNELS = {**KERNELS, **ATTENTION_KERNELS, **MOE_KERNELS, **LORA_KERNELS, **QUANT_KERNELS,
+               **ROPE_KERNELS}
 _libs: dict[str, torch.library.Library] = {}
 _defined: set[str] = set()
 _lock = threading.Lock()
@@ -68,6 +71,7 @@ def _define_one(ns: str, schema_text: str, kernel, base: str) -> None:
 
     def impl(*args, **kwargs):
         bound = bind(schema, args, kwargs)
+        soc.require(base)  # per-product availability (sources in simulator/soc.py)
         LEDGER.launch(base)
         constraints.check(base, bound)
         try:
@@ -118,6 +122,13 @@ class Overload:
 
     def __call__(self, *args, **kwargs):
         record_call(2)
+        if len(self._outs) > 1 and set(self._outs) & set(kwargs):
+            # torch_npu registers an overload with several out arguments with them replaced by
+            # one ``Tensor[] out`` (Ascend/pytorch torchnpugen/custom_functions.py@9e73e70,
+            # RegisterCustomSchema; the 2.13.0 wheel's libtorch_npu.so holds that schema), so
+            # only out=[...] reaches them: their yaml names are unknown keywords there
+            raise TypeError(f"{self.__name__}() got unexpected keyword(s) "
+                            f"{sorted(set(self._outs) & set(kwargs))}: pass out={self._outs}")
         if "out" in kwargs and self._outs and "out" not in self._outs:
             outs = kwargs.pop("out")
             outs = [outs] if isinstance(outs, torch.Tensor) else list(outs)
@@ -182,6 +193,8 @@ def build_module(schemas: Schemas, npu_namespace) -> SimulatedTorchNpu:
     mod.__spec__ = importlib.machinery.ModuleSpec("torch_npu", None, origin="ascend_ops.simulator")
     mod._schemas = schemas
     mod.npu = npu_namespace
+    # a fresh module is a fresh process for process-global operator state (the ATB rope table)
+    reset_atb_rope_tables()
     for base in define_all(schemas):
         ns = schemas.namespace(base)
         setattr(mod, base, Operator(getattr(getattr(torch.ops, ns), base), base))

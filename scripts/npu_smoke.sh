@@ -2,13 +2,15 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
 # NPU smoke test for people with Ascend hardware: runs the `npu`-marked tests of every package
-# and of tests/e2e, then serves SmolLM2 and asks it one question, and prints a report to paste
-# into an issue. On a machine without an NPU (CPU emulation, VLLM_ASCEND_EMULATE=1) the same
+# and of tests/e2e, then the simulated-NPU test tier against the real torch_npu, then serves
+# SmolLM2 and asks it one question, and prints a report to paste into an issue, ending with the
+# checklist of what only hardware can settle (docs/hardware-checklist.md). On a machine without an NPU (CPU emulation, VLLM_ASCEND_EMULATE=1) the same
 # command runs end to end: the NPU tests are listed as deselected with the reason, and the
 # serve-and-ask step runs in emulation.
 #
 #   bash scripts/npu_smoke.sh                 # full run
 #   SMOKE_SERVE=0 bash scripts/npu_smoke.sh   # skip the serve-and-ask step
+#   SMOKE_SIM_TIER=1 bash scripts/npu_smoke.sh  # no NPU: run the simulated-NPU tier on the simulator
 #   PYTHON=/path/to/python bash scripts/npu_smoke.sh
 #
 # Exit code 0 when every step passed (deselected NPU tests do not count as failures).
@@ -78,6 +80,49 @@ for suite in "${SUITES[@]}"; do
   fi
 done
 
+# ---- 2b. the simulated-NPU tier on the real torch_npu ---------------------------------------------------
+# The same test files as noxfile.py's `npu_coverage` session: the ascend-ops test files that use the
+# `simulated_npu` fixture or are named test_simulator*, and tests/e2e/test_simulated_npu*.py. On an
+# NPU host they run with ASCEND_OPS_SIM_TIER_REAL_NPU=1 (the fixture yields the real torch_npu and
+# the e2e children run without VLLM_ASCEND_SIMULATE_NPU); tests marked `sim_only` assert facts only
+# the simulator has and are deselected. Without an NPU the step is skipped unless SMOKE_SIM_TIER=1,
+# which runs the same files on the simulated NPU (minutes on a small CPU host; CI covers this
+# through `nox -s npu_coverage`).
+SIM_OPS_FILES=()
+for f in packages/ascend-ops/tests/test_*.py; do
+  if grep -q simulated_npu "$f" || [[ "$(basename "$f")" == test_simulator* ]]; then SIM_OPS_FILES+=("$f"); fi
+done
+SIM_E2E_FILES=(tests/e2e/test_simulated_npu*.py)
+SIM_ONLY_REASON="sim_only: asserts a simulator-only fact (ledger counts, SimulatedNpuError refusals, simulated replays, the adversarial schedule)"
+TIER_FAILED=0; TIER_LINES=()
+tier_run() {  # tier_run <label> <env assignments...> -- <pytest args...>
+  local label="$1"; shift
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done; shift
+  log "simulated-NPU tier: $label"
+  local out
+  out="$(env "${envs[@]}" "$PYTHON" -m pytest "$@" -q -p no:cacheprovider -rfE 2>&1)"
+  local tail_line; tail_line="$(grep -E '(passed|failed|error|skipped|deselected|no tests ran)' <<<"$out" | tail -n 1)"
+  local f; f=$(grep -oE '[0-9]+ (failed|errors?)' <<<"$tail_line" | awk '{s+=$1} END {print s+0}')
+  TIER_FAILED=$((TIER_FAILED + ${f:-0}))
+  TIER_LINES+=("  $label: ${tail_line:-no pytest summary}")
+  while IFS= read -r l; do TIER_LINES+=("    $l"); done < <(grep -E '^(FAILED|ERROR) ' <<<"$out" | head -n 20)
+}
+if [ "$MODE" = "npu" ]; then
+  TIER_MODE="real torch_npu (ASCEND_OPS_SIM_TIER_REAL_NPU=1); deselected: $SIM_ONLY_REASON"
+  tier_run "ascend-ops (${#SIM_OPS_FILES[@]} files)" ASCEND_OPS_SIM_TIER_REAL_NPU=1 -- \
+    "${SIM_OPS_FILES[@]}" -m "not sim_only"
+  tier_run "e2e (${#SIM_E2E_FILES[@]} files)" ASCEND_OPS_SIM_TIER_REAL_NPU=1 VLLM_ENABLE_V1_MULTIPROCESSING=0 -- \
+    "${SIM_E2E_FILES[@]}" -m "not sim_only" --timeout=1800
+elif [ "${SMOKE_SIM_TIER:-0}" = "1" ]; then
+  TIER_MODE="simulated NPU (no NPU here, SMOKE_SIM_TIER=1; adversarial schedule as in nox -s npu_coverage)"
+  tier_run "ascend-ops (${#SIM_OPS_FILES[@]} files)" ASCEND_OPS_SIM_SCHEDULE=adversarial -- "${SIM_OPS_FILES[@]}"
+  tier_run "e2e (${#SIM_E2E_FILES[@]} files)" ASCEND_OPS_SIM_SCHEDULE=adversarial VLLM_ASCEND_EMULATE=1 \
+    VLLM_ENABLE_V1_MULTIPROCESSING=0 -- "${SIM_E2E_FILES[@]}" --timeout=1800
+else
+  TIER_MODE="skipped: no NPU (mode=$MODE); these ${#SIM_OPS_FILES[@]} + ${#SIM_E2E_FILES[@]} files need the real torch_npu and a device (SMOKE_SIM_TIER=1 runs them on the simulated NPU instead)"
+fi
+
 # ---- 3. serve and ask --------------------------------------------------------------------------------
 SERVE_RESULT="skipped (SMOKE_SERVE=0)"
 SERVE_OK=1
@@ -124,6 +169,7 @@ RESULT=PASS
 [ "$DOCTOR_RC" -eq 0 ] || RESULT=FAIL
 [ "$FAILED" -eq 0 ] || RESULT=FAIL
 [ "$SERVE_OK" -eq 1 ] || RESULT=FAIL
+[ "$TIER_FAILED" -eq 0 ] || RESULT=FAIL
 COMMIT="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 git diff --quiet HEAD 2>/dev/null || COMMIT="$COMMIT (dirty)"
 echo "===== vllm-ascend NPU smoke report ====="
@@ -142,9 +188,14 @@ else
   echo "npu tests:  0 selected, $DESELECTED deselected (reason: $REASON)"
 fi
 for line in "${TEST_LINES[@]}"; do echo "$line"; done
+echo "sim tier:   $TIER_MODE"
+for line in "${TIER_LINES[@]}"; do echo "$line"; done
 echo "serve-ask:  $SERVE_RESULT"
 [ -n "${SERVE_TAIL:-}" ] && sed 's/^/  | /' <<<"$SERVE_TAIL"
 echo "result:     $RESULT"
+echo "--- only hardware can settle (docs/hardware-checklist.md; tick what this run showed) ---"
+grep -E '^- \[ \] ' docs/hardware-checklist.md 2>/dev/null | sed -E 's/^- \[ \] /  [ ] /' \
+  || echo "  (docs/hardware-checklist.md not found)"
 echo "--- doctor ---"
 cat "$WORK/doctor.txt"
 echo "===== end of report ====="

@@ -8,7 +8,9 @@ by every run) and ``runs``: a list of ``{"name", "engine": {...}, "env": {...}}`
 another in this process (each closed before the next; ``env`` is applied before the run's engine
 starts and removed after it; ``VLLM_ASCEND_GRAPH_PARAM_UPDATE`` is applied by calling the
 platform's ``connect_graph_param_updates`` again, as the general plugin does once per process).
-``OUT_JSON`` receives ``{name: {"tokens", "facts"}}``.
+``OUT_JSON`` receives ``{name: {"tokens", "facts"}}``; a run with ``"expect_error": true`` gets
+``{"tokens", "error"}`` instead (``error`` None if it did not fail; put it last: the failed engine
+is left as it is).
 
 The environment is simulated-NPU mode (docs/simulated-npu.md): ``VLLM_ASCEND_SIMULATE_NPU=1``,
 ``VLLM_ASCEND_EMULATE`` removed (the e2e session sets it for the emulation tests). When
@@ -23,13 +25,21 @@ import json
 import os
 import sys
 
+#: set by scripts/npu_smoke.sh on an NPU host: the same children run on the real torch_npu
+REAL_NPU_ENV = "ASCEND_OPS_SIM_TIER_REAL_NPU"
+
 
 def child_env(base: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment for a simulated-NPU child, from ``base`` (default: ``os.environ``)."""
+    """The environment for a simulated-NPU child, from ``base`` (default: ``os.environ``); with
+    ``ASCEND_OPS_SIM_TIER_REAL_NPU=1`` the same environment without ``VLLM_ASCEND_SIMULATE_NPU``
+    (the child then runs on the real NPU)."""
     env = dict(os.environ if base is None else base)
     env.pop("VLLM_ASCEND_EMULATE", None)
     env.pop("VLLM_TARGET_DEVICE", None)  # would bypass platform plugins
-    env["VLLM_ASCEND_SIMULATE_NPU"] = "1"
+    if env.get(REAL_NPU_ENV) == "1":  # scripts/npu_smoke.sh on an NPU host: the real torch_npu
+        env.pop("VLLM_ASCEND_SIMULATE_NPU", None)
+    else:
+        env["VLLM_ASCEND_SIMULATE_NPU"] = "1"
     env["HF_HUB_OFFLINE"] = "1"
     env["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # engine core here: facts and ledger readable
     env.setdefault("VLLM_ASCEND_EMULATE_DEVICE_MEMORY", "4GiB")
@@ -114,10 +124,19 @@ def _run(spec: dict, run: dict) -> dict:
 
 
 def main(argv: list[str]) -> None:
-    if os.environ.get("VLLM_ASCEND_SIMULATE_NPU") != "1" or "VLLM_ASCEND_EMULATE" in os.environ:
-        raise SystemExit("start this script with child_env(): simulated-NPU mode only")
+    simulated = os.environ.get("VLLM_ASCEND_SIMULATE_NPU") == "1"
+    if (not simulated and os.environ.get(REAL_NPU_ENV) != "1") or "VLLM_ASCEND_EMULATE" in os.environ:
+        raise SystemExit("start this script with child_env(): simulated-NPU (or real-NPU tier) mode only")
     spec = json.loads(open(argv[0]).read())
-    results = {run["name"]: _run(spec, run) for run in spec["runs"]}
+    results = {}
+    for run in spec["runs"]:
+        if run.get("expect_error"):  # a run that must fail: record the error, not its tokens
+            try:
+                results[run["name"]] = {"tokens": _run(spec, run)["tokens"], "error": None}
+            except Exception as exc:  # noqa: BLE001 - the error is the result
+                results[run["name"]] = {"tokens": None, "error": f"{type(exc).__name__}: {exc}"}
+        else:
+            results[run["name"]] = _run(spec, run)
     with open(argv[1], "w") as f:
         json.dump(results, f)
 

@@ -90,6 +90,7 @@ def results(model_path, prompt_ids, adapters, tmp_path_factory):
     return results
 
 
+@pytest.mark.sim_only
 def test_lora_ran_on_the_npu_path_in_graphs(results):
     graph = results["graph"]["facts"]
     assert graph["simulated"] and graph["backends"] == ["npu"]

@@ -67,6 +67,7 @@ def results(checkpoints, prompts, tmp_path_factory) -> dict[str, dict]:
             for kind, path in checkpoints.items()}
 
 
+@pytest.mark.sim_only
 @pytest.mark.parametrize("kind", ["deepseek_v2", "qwen3_moe"])
 def test_graph_tokens_equal_eager(results, kind):
     runs = results[kind]

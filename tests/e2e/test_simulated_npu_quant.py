@@ -55,6 +55,7 @@ def runs(ckpts, moe_ckpt, prompt_ids, tmp_path_factory) -> dict:
     return run_child(spec, tmp_path_factory.mktemp("sim_quant"))
 
 
+@pytest.mark.sim_only
 @pytest.mark.parametrize("kind", list(RUNS))
 def test_npu_branch_ran(runs, kind):
     facts = runs[kind]["facts"]
@@ -74,6 +75,7 @@ def test_tokens_match_the_oracle(runs, ckpts, kind, model_path, prompt_ids):
                          f"{kind} ({RUNS[kind]}, simulated NPU)")
 
 
+@pytest.mark.sim_only
 def test_moe_experts_ran_the_npu_branch_and_match_the_oracle(runs, moe_ckpt, prompt_ids):
     import torch
     from quant_oracle import teacher_forced

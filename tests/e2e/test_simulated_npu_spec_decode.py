@@ -46,6 +46,7 @@ def runs(model_path, oracle, tmp_path_factory) -> dict:
     return run_child(spec, tmp_path_factory.mktemp("sim_spec_decode"))
 
 
+@pytest.mark.sim_only
 def test_ran_on_the_simulated_npu_path(runs):
     for name, run in runs.items():
         assert run["facts"]["simulated"], name

@@ -25,6 +25,25 @@ CPU_BACKENDS = ["reference", "native"]
 def pytest_configure(config):
     config.addinivalue_line("markers", "npu: needs a real Ascend NPU (deselected on CPU)")
     config.addinivalue_line("markers", "standalone: runs only when ASCEND_OPS_STANDALONE=1")
+    config.addinivalue_line("markers", f"sim_only: asserts simulator-only facts; skipped under {REAL_NPU_ENV}=1")
+
+
+#: scripts/npu_smoke.sh sets this on an NPU host: ``simulated_npu`` then yields the real torch_npu
+REAL_NPU_ENV = "ASCEND_OPS_SIM_TIER_REAL_NPU"
+SIM_ONLY_REASON = ("sim_only: asserts a simulator-only fact (ledger counts, SimulatedNpuError refusals, "
+                   "the simulated runtime); meaningless with the real torch_npu")
+
+
+def real_npu_tier() -> bool:
+    """True when the simulated-NPU tier runs against the real torch_npu (scripts/npu_smoke.sh)."""
+    return os.environ.get(REAL_NPU_ENV) == "1"
+
+
+def pytest_collection_modifyitems(config, items):
+    if real_npu_tier():
+        for item in items:
+            if item.get_closest_marker("sim_only"):
+                item.add_marker(pytest.mark.skip(reason=SIM_ONLY_REASON))
 
 
 @pytest.fixture(params=CPU_BACKENDS)
@@ -116,11 +135,17 @@ def wheel_missing(exc: Exception) -> None:
 
 @pytest.fixture
 def simulated_npu():
-    """The simulated NPU installed for one test (uninstalled after), ledger zeroed.
+    """The simulated NPU installed for one test (uninstalled after), ledger zeroed; with
+    ``ASCEND_OPS_SIM_TIER_REAL_NPU=1`` the real ``torch_npu`` instead (nothing installed).
 
     A missing torch-npu wheel fails the test under CI (``CI=true``) and skips it elsewhere, in
     both cases with the command that fetches the wheel (ascend_ops.simulator.schemas).
     """
+    if real_npu_tier():
+        import torch_npu  # the real one: scripts/npu_smoke.sh runs this tier on an NPU host
+
+        yield torch_npu
+        return
     from ascend_ops import simulator
 
     try:

@@ -74,6 +74,7 @@ def test_int_accumulation_is_exact(name):
     assert float(out[1, 0]) == pytest.approx(127 * -128 * 4095 + 127 * 127, rel=1e-7)
 
 
+@pytest.mark.sim_only
 def test_simulated_npu_matches_oracle(simulated_npu):
     for seed, counts in enumerate([[2, 0, 3], [1, 4, 1]]):
         for dtype in (torch.float16, torch.bfloat16):
@@ -83,6 +84,7 @@ def test_simulated_npu_matches_oracle(simulated_npu):
     assert simulator.ledger().launches["npu_grouped_matmul"]
 
 
+@pytest.mark.sim_only
 def test_simulator_refuses_undocumented_combinations(simulated_npu):
     from ascend_ops.simulator import SimulatedNpuError
 

@@ -79,6 +79,7 @@ def test_cpu_backends_match_oracle(name, p):
         _check_all(*p)
 
 
+@pytest.mark.sim_only
 def test_simulated_npu_matches_oracle(simulated_npu):
     for seed, (m, k, n) in enumerate([(1, 16, 8), (5, 64, 32), (17, 24, 8)]):
         for dtype in (torch.float16, torch.bfloat16):
@@ -118,6 +119,7 @@ def test_bad_input_names_the_argument(call, match):
         call()
 
 
+@pytest.mark.sim_only
 def test_simulator_refuses_undocumented_combinations(simulated_npu):
     from ascend_ops.simulator import SimulatedNpuError
 

@@ -12,6 +12,8 @@ import pytest
 import torch
 from ascend_ops.simulator import SimulatedNpuError, schemas
 
+pytestmark = pytest.mark.sim_only  # the simulator's own contract
+
 
 @pytest.fixture(scope="module")
 def published():

@@ -19,6 +19,7 @@ def _both(pb):
     return rec, ascend_ops.rejection_sample(*pb.rejection_args(rec))
 
 
+@pytest.mark.sim_only
 @pytest.mark.parametrize("case", [
     dict(counts=[3, 0, 5, 1], vocab=33, dtype=torch.bfloat16, greedy="mixed", scenario="random"),
     dict(counts=[2, 2], vocab=17, dtype=torch.float16, greedy="none", scenario="accept",

@@ -52,6 +52,7 @@ def test_bad_input_names_tag_and_state():
         mem.register("weights", [w])
 
 
+@pytest.mark.sim_only
 def test_simulated_npu_accounts_released_bytes(simulated_npu):
     mem = TaggedMemory()
     w, tied, kv = _tensors()

@@ -68,7 +68,7 @@ class TaskGroup:
 
     def __init__(self, graph: NPUGraph, start: int, end: int):
         self.graph, self.start, self.end = graph, start, end
-        self.replacement: list[RecordedOp] | None = None
+        self.replacement: list[Task] | None = None
 
     def written(self) -> set[int]:
         ops = self.graph._ops[self.start:self.end]
@@ -91,6 +91,10 @@ class EventOp:
 
     def closure(self):
         return self.run
+
+
+#: one task of a captured graph: a recorded device op or a captured event op
+Task = RecordedOp | EventOp
 
 
 def capture_event_op(name: str, event, run) -> bool:
@@ -206,7 +210,7 @@ class NPUGraph:
 
     def __init__(self):
         record_call(2)  # constructing torch.npu.NPUGraph() is a call site too
-        self._ops: list[RecordedOp] = []
+        self._ops: list[Task] = []
         self._groups: list[TaskGroup] = []
         self._plan: list = []
         self._mode: CaptureMode | None = None
@@ -243,7 +247,7 @@ class NPUGraph:
         self._rebuild()
 
     def _rebuild(self) -> None:
-        ops: list[RecordedOp] = []
+        ops: list[Task] = []
         pos = 0
         for g in sorted(self._groups, key=lambda g: g.start):
             ops += self._ops[pos:g.start]
@@ -287,7 +291,7 @@ class NPUGraph:
         """Names of the ops a replay runs, in order (for tests and debugging)."""
         return [op.name for op in self._replay_ops()]
 
-    def _replay_ops(self) -> list[RecordedOp]:
+    def _replay_ops(self) -> list[Task]:
         out, pos = [], 0
         for g in sorted(self._groups, key=lambda g: g.start):
             out += self._ops[pos:g.start] + (g.replacement if g.replacement is not None else self._ops[g.start:g.end])

@@ -104,7 +104,7 @@ class Stream:
         record_call(2)  # constructing torch.npu.Stream(...) is a call site too
         self.device_index = _index(device)
         self.priority = priority
-        self.label = None
+        self.label: str | None = None
 
     @property
     def device(self):
@@ -149,7 +149,7 @@ class Event:
         record_call(2)
         self.enable_timing = enable_timing
         self._time: float | None = None
-        self._last = None  # the latest record's Work
+        self._last: streams.Work | None = None  # the latest record's Work
 
     def record(self, stream=None) -> None:
         stream = stream if stream is not None else current_stream()

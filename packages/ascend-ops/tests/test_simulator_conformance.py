@@ -234,11 +234,6 @@ def _mla_kwargs(dev, layout, b=2, n=16, kv_lens=(130, 9), bs=128, lora=512, rope
     return q_nope, k_nope, kw
 
 
-_NBSD_GAP = ("the simulator's FIA layout list is the wheel docstring's five (BSH/BSND/BNSD/BNSD_BSND/TND); "
-             "op-plugin FusedInferAttentionScoreKernelNpuOpApi.cpp@517f2e7:41-89 accepts BNSD_NBSD, "
-             "TND_NTD, BSND_NBSD... and vllm-ascend ran them on A2/A3")
-
-
 def _mla_fia(layout):
     def run(tnpu, dev):
         q_nope, k_nope, kw = _mla_kwargs(dev, layout)
@@ -246,6 +241,12 @@ def _mla_fia(layout):
         n, b = kw["num_heads"], q_nope.shape[0]
         # output layout NBSD / NTD: (N, B, 1, 512) / (N, T, 512) (mla_v1.py@f92eadf:1195-1211)
         assert tuple(out.shape) == ((n, b, 1, 512) if layout == "BNSD_NBSD" else (n, b, 512))
+        # the second half only reorders the output (op-plugin FusedInferAttentionScoreKernelNpuOpApi.cpp
+        # @517f2e7:209-280): the query-layout call's result, permuted
+        same, _ = tnpu.npu_fused_infer_attention_score(q_nope, k_nope, k_nope,
+                                                       **{**kw, "input_layout": layout.split("_")[0]})
+        expect = same.permute(1, 0, 2, 3) if layout == "BNSD_NBSD" else same.transpose(0, 1)
+        torch.testing.assert_close(out.cpu(), expect.cpu())
     return run
 
 
@@ -355,6 +356,10 @@ def _gmm_w8a8_mc2_int32(tnpu, dev):
     out = tnpu.npu_grouped_matmul(x=[q], weight=[w1], split_item=3, group_list_type=1, group_type=0,
                                   group_list=_counts(dev), output_dtype=torch.int32)[0]
     assert tuple(out.shape) == (6, i2) and out.dtype == torch.int32
+    # the raw int8 x int8 accumulator per group (rows 0-1 expert 0, row 2 expert 2, rows 3-5 expert 3)
+    rows = torch.tensor([0, 0, 2, 3, 3, 3])
+    expect = torch.einsum("mk,mkn->mn", q.cpu().long(), w1.cpu().long()[rows]).to(torch.int32)
+    torch.testing.assert_close(out.cpu(), expect)
 
 
 # ---------------------------------------------------------------- int8 linear
@@ -448,12 +453,11 @@ PATTERNS = [
     Pattern("fia_out_with_max_workspace", "npu_fused_infer_attention_score.out", A2_A3,
             f"{VA} vllm_ascend/attention/attention_v1.py@182b75e:938,966-1021,1061-1081", _dense_fia_out),
     Pattern("mla_fia_bnsd_nbsd_decode", "npu_fused_infer_attention_score", A2_A3,
-            f"{VA} vllm_ascend/attention/mla_v1.py@f92eadf:1152-1289", _mla_fia("BNSD_NBSD"), sim_gap=_NBSD_GAP),
+            f"{VA} vllm_ascend/attention/mla_v1.py@f92eadf:1152-1289", _mla_fia("BNSD_NBSD")),
     Pattern("mla_fia_tnd_ntd_spec_decode", "npu_fused_infer_attention_score", A2_A3,
-            f"{VA} vllm_ascend/attention/mla_v1.py@f92eadf:1184-1199,1216-1231", _mla_fia("TND_NTD"),
-            sim_gap=_NBSD_GAP),
+            f"{VA} vllm_ascend/attention/mla_v1.py@f92eadf:1184-1199,1216-1231", _mla_fia("TND_NTD")),
     Pattern("mla_fia_out_with_max_workspace", "npu_fused_infer_attention_score.out", A2_A3,
-            f"{VA} vllm_ascend/attention/mla_v1.py@f92eadf:1237-1281", _mla_fia_out, sim_gap=_NBSD_GAP),
+            f"{VA} vllm_ascend/attention/mla_v1.py@f92eadf:1237-1281", _mla_fia_out),
     Pattern("gating_top_k_deepseek_v3", "npu_moe_gating_top_k", A2_A3,
             f"{VA} vllm_ascend/ops/moe/experts_selector.py@2f1aed9:180-197", _gating_top_k),
     Pattern("init_routing_v2_allgather", "npu_moe_init_routing_v2", A2_A3,
@@ -469,9 +473,7 @@ PATTERNS = [
             f"{VA} vllm_ascend/ops/moe/moe_mlp.py@2f1aed9:75-86,159-187; quantization/w8a8_dynamic.py@2f1aed9:250-256",
             _gmm_w8a8_dynamic),
     Pattern("grouped_matmul_w8a8_mc2_int32_out", "npu_grouped_matmul", A2_A3,
-            f"{VA} vllm_ascend/ops/moe/moe_mlp.py@2f1aed9:104-114", _gmm_w8a8_mc2_int32,
-            sim_gap="the simulator's int8 npu_grouped_matmul requires one scale (constraints_quant.grouped_matmul); "
-                    "the MC2 gate_up call has no scale and output_dtype=torch.int32"),
+            f"{VA} vllm_ascend/ops/moe/moe_mlp.py@2f1aed9:104-114", _gmm_w8a8_mc2_int32),
     Pattern("dynamic_quant_default", "npu_dynamic_quant", A2_A3,
             f"{VA} vllm_ascend/quantization/w8a8_dynamic.py@2f1aed9:82", _dynamic_quant(None)),
     Pattern("dynamic_quant_dst_int8", "npu_dynamic_quant", A2_A3,

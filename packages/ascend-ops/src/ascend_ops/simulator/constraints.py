@@ -28,7 +28,18 @@ import torch
 from ascend_ops.simulator.errors import SimulatedNpuError
 
 HALF = (torch.float16, torch.bfloat16)
-FIA_LAYOUTS = ("BSH", "BSND", "BNSD", "BNSD_BSND", "TND")
+#: FIA ``input_layout`` -> (query layout, attention_out layout). [PLUGIN] input_layout lists
+#: BSH/BSND/BNSD/BNSD_BSND/TND; [FIA-SRC] FusedInferAttentionScoreKernelNpuOpApi.cpp@517f2e7:41-89
+#: (get_query_and_attention_out_layout, LAYOUT_MAP) also accepts BNSD_NBSD and TND_NTD, the
+#: second half naming the output layout (infer_attention_out_shape, 209-280: NBSD = [N, B, S,
+#: D_v], NTD = [N, T, D_v]); vllm-ascend's MLA decode passes both (vllm_ascend/attention/
+#: mla_v1.py@f92eadf:1152-1289). Other LAYOUT_MAP entries are not simulated.
+FIA_LAYOUT_SPLIT = {
+    "BSH": ("BSH", "BSH"), "BSND": ("BSND", "BSND"), "BNSD": ("BNSD", "BNSD"),
+    "BNSD_BSND": ("BNSD", "BSND"), "TND": ("TND", "TND"),
+    "BNSD_NBSD": ("BNSD", "NBSD"), "TND_NTD": ("TND", "NTD"),
+}
+FIA_LAYOUTS = tuple(FIA_LAYOUT_SPLIT)
 
 NOT_ENFORCED = {
     "npu_fused_infer_attention_score": (
@@ -98,23 +109,27 @@ def reshape_and_cache_siso(a: dict) -> None:
 
 
 def _fia_batches(a: dict, layout: str, q: torch.Tensor) -> int:
+    layout = FIA_LAYOUT_SPLIT[layout][0]
     if layout == "TND":
         return len(a["actual_seq_lengths"] or [])
     return q.shape[0]
 
 
 def _max_query_len(a: dict, layout: str, q: torch.Tensor) -> int:
+    layout = FIA_LAYOUT_SPLIT[layout][0]
     if layout == "TND":
         ends = list(a["actual_seq_lengths"] or [q.shape[0]])
         return max((e - s for s, e in zip([0, *ends[:-1]], ends, strict=True)), default=0)
-    return q.shape[2] if layout in ("BNSD", "BNSD_BSND") else q.shape[1]
+    return q.shape[2] if layout == "BNSD" else q.shape[1]
 
 
 def fused_infer_attention(a: dict, op="npu_fused_infer_attention_score") -> None:
     q, k, v = a["query"], a["key"], a["value"]
     layout = a["input_layout"]
-    # [PLUGIN] input_layout: 支持BSH、BSND、BNSD、BNSD_BSND、TND.
+    # [PLUGIN] input_layout: 支持BSH、BSND、BNSD、BNSD_BSND、TND; [FIA-SRC] adds BNSD_NBSD, TND_NTD
+    # (FIA_LAYOUT_SPLIT). The rules below read the query layout (the first half).
     _need(layout in FIA_LAYOUTS, op, f"input_layout must be one of {FIA_LAYOUTS}, got {layout!r}")
+    qlay = FIA_LAYOUT_SPLIT[layout][0]
     # [PLUGIN] query 数据类型支持float16、bfloat16、int8 (int8 quantization is not simulated).
     _dtype(q, HALF, op, "query")
     # [PLUGIN] page attention: 支持key、value数据类型为float16、bfloat16、int8; no mixed float types.
@@ -123,10 +138,10 @@ def fused_infer_attention(a: dict, op="npu_fused_infer_attention_score") -> None
     for name in ("query", "key", "value", "atten_mask", "query_rope", "key_rope"):
         _contig(a[name], op, name)
     n = a["num_heads"]
-    qn = {"TND": 1, "BSND": 2, "BNSD": 1, "BNSD_BSND": 1}.get(layout)
+    qn = {"TND": 1, "BSND": 2, "BNSD": 1}.get(qlay)
     if qn is not None:
         # [PLUGIN] num_heads: 需要与shape中的query的N轴shape值相同.
-        _need(q.dim() == (3 if layout == "TND" else 4) and q.shape[qn] == n, op,
+        _need(q.dim() == (3 if qlay == "TND" else 4) and q.shape[qn] == n, op,
               f"num_heads={n} must equal query's N axis for layout {layout} (query shape {tuple(q.shape)})")
     nkv = a["num_key_value_heads"] or n
     # [PLUGIN] num_key_value_heads: num_heads整除num_key_value_heads, 比值不能大于64. Not for MLA
@@ -134,7 +149,7 @@ def fused_infer_attention(a: dict, op="npu_fused_infer_attention_score") -> None
     _need(n % nkv == 0 and (n // nkv <= 64 or a["query_rope"] is not None), op,
           f"num_heads ({n}) must be a multiple of num_key_value_heads ({nkv}) with ratio <= 64")
     # [PLUGIN] 当Q_S大于1时: 支持N轴小于等于256, 支持D轴小于等于512.
-    d = q.shape[-1] if layout != "BSH" else q.shape[-1] // n
+    d = q.shape[-1] if qlay != "BSH" else q.shape[-1] // n
     _need(n <= 256 and d <= 512, op, f"num_heads must be <= 256 and head dim <= 512 (got {n}, {d})")
     if _max_query_len(a, layout, q) > 1:
         # [PLUGIN] 当Q_S大于1时: 输入类型全为float16、bfloat16时, D轴需16对齐.
@@ -150,7 +165,7 @@ def fused_infer_attention(a: dict, op="npu_fused_infer_attention_score") -> None
         # [PLUGIN] sparse_mode=2、3、4时, atten_mask的shape需要为(S, S)或(1, S, S)或(1, 1, S, S), S固定为2048.
         _need(mask is not None and tuple(mask.shape[-2:]) == (2048, 2048) and mask.numel() == 2048 * 2048,
               op, f"sparse_mode={mode} needs the optimized 2048x2048 atten_mask")
-    if layout == "TND":
+    if qlay == "TND":
         lens = a["actual_seq_lengths"]
         # [PLUGIN] actual_seq_lengths: 当query的input_layout为TND时, 该入参必须传入; 后一个元素的值
         # 必须大于等于前一个元素的值, 且不能出现负值.
@@ -163,7 +178,7 @@ def fused_infer_attention(a: dict, op="npu_fused_infer_attention_score") -> None
     _need((qr is None) == (kr is None), op, "query_rope and key_rope must be given together")
     if qr is not None:
         _need(qr.dtype == q.dtype and kr.dtype == k.dtype, op, "query_rope/key_rope must have query/key's dtype")
-        _mla(a, op, d, n, nkv, qr.shape[-1] // (n if layout == "BSH" else 1),
+        _mla(a, op, d, n, nkv, qr.shape[-1] // (n if qlay == "BSH" else 1),
              kr.shape[-1] // (nkv if kr.dim() == 3 else 1))
     bt = a["block_table"]
     if bt is not None:
@@ -247,7 +262,8 @@ def _page_attention(a, op, q, k, layout, n, nkv) -> None:
     if k.dim() == 3:
         _need(k.shape[1] == bs, op, f"key cache [num_blocks, block_size, H] has block size {k.shape[1]} != {bs}")
     else:
-        _need(k.dim() == 4 and layout in ("BNSD", "TND", "BNSD_BSND") and k.shape[1] == nkv and k.shape[2] == bs,
+        _need(k.dim() == 4 and FIA_LAYOUT_SPLIT[layout][0] in ("BNSD", "TND") and k.shape[1] == nkv
+              and k.shape[2] == bs,
               op, "key cache must be [num_blocks, block_size, KV_N*D] or, for BNSD/TND queries, "
               "[num_blocks, KV_N, block_size, D]")
 

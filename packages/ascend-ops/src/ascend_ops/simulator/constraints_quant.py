@@ -123,13 +123,24 @@ def grouped_matmul(a: dict, op="npu_grouped_matmul") -> None:
     # [PLUGIN] group_list_type 1: the counts sum to x's first dim (group_list_type 0: cumsum).
     total = int(gl.sum()) if a["group_list_type"] == 1 else int(gl[-1])
     _need(total == x.shape[0], op, f"group_list must cover x's {x.shape[0]} rows, covers {total}")
-    _need(scales is not None and len(scales) == 1, op, "the quantized scenarios need one scale")
+    out = as_dtype(a["output_dtype"])
+    if scales is None and pts is None and out == torch.int32:
+        # int8 x int8 -> int32 without scale: the raw accumulator, no dequantization. op-plugin
+        # GroupedMatmulKernelNpuOpApi.cpp@517f2e7:191-194,283,303-306 allocates y in output_dtype
+        # and passes an empty scale list (no check requires one); torch_npu-npu_grouped_matmul.md
+        # @517f2e7:192-201 lists x int8 / weight int8 / output_dtype int32 / y int32. vllm-ascend's
+        # W8A8 MC2 gate_up call (vllm_ascend/ops/moe/moe_mlp.py@2f1aed9:104-114) then dequantizes
+        # with npu_dequant_swiglu_quant.
+        _need(a["offset"] is None and a["bias"] is None, op,
+              "offset/bias are not modelled in the int32-output (no scale) scenario")
+        return
+    _need(scales is not None and len(scales) == 1, op,
+          "the quantized scenarios need one scale (or none with output_dtype=torch.int32)")
     scale = scales[0]
     # one scale row per group for the 3-D weight (vllm-ascend's W8A8_DYNAMIC MoE passes [g, n])
     _need(tuple(scale.shape) == (g, n), op, f"scale must be [g={g}, n={n}]")
     _need(a["offset"] is None and a["bias"] is None, op,
           "offset must be None (documented); bias is not modelled in the quantized scenarios")
-    out = as_dtype(a["output_dtype"])
     if pts is None:
         # [PLUGIN] 表1 per-channel row: scale int64/bfloat16/float32 -> int8/bfloat16/float16
         ok = (out, scale.dtype) in ((None, torch.int64), (torch.int8, torch.int64),

@@ -5,9 +5,11 @@ paged KV cache, written from the operator's documentation (``torch_npu/_op_plugi
 
     attention_out = softmax(scale * (query . key^T [+ query_rope . key_rope^T]) + mask) . value
 
-* query layouts TND [T, N, D] (``actual_seq_lengths`` = cumulative query ends), BSND
-  [B, S, N, D], BNSD / BNSD_BSND [B, N, S, D], BSH [B, S, N*D] (``actual_seq_lengths`` = per-batch
-  query lengths, optional);
+* ``input_layout`` names the query layout and, after ``_``, the output layout
+  (``constraints.FIA_LAYOUT_SPLIT``, from op-plugin FusedInferAttentionScoreKernelNpuOpApi.cpp
+  @517f2e7:41-89); query layouts TND [T, N, D] (``actual_seq_lengths`` = cumulative query ends),
+  BSND [B, S, N, D], BNSD (also BNSD_BSND, BNSD_NBSD) [B, N, S, D], BSH [B, S, N*D]
+  (``actual_seq_lengths`` = per-batch query lengths, optional), TND_NTD as TND;
 * paged KV (``block_table`` int32 [B, max_blocks], ``block_size``, ``actual_seq_lengths_kv`` =
   per-batch KV lengths) with caches [num_blocks, block_size, KV_N*D] or [num_blocks, KV_N,
   block_size, D]; GQA: query head h reads KV head h // (N / KV_N);
@@ -18,14 +20,18 @@ paged KV cache, written from the operator's documentation (``torch_npu/_op_plugi
   with q_len queries and kv_len keys sees keys j <= kv_len - q_len + i); ``sparse_mode`` 0 without
   a mask = no masking. Other masks, unpaged KV and quantization are not modelled.
 
-Math in float32; the output has query's dtype and query's layout (BNSD_BSND -> BSND) with the
-value head dim. ``softmax_lse`` (float32): (T, N, 1) for TND, (B, N, S, 1) otherwise, when
-``softmax_lse_flag``; else a [1] zero tensor.
+Math in float32; the output has query's dtype and the output layout with the value head dim
+D_v (op-plugin ...OpApi.cpp@517f2e7:209-280, infer_attention_out_shape): BSND [B, S, N, D_v],
+BNSD [B, N, S, D_v], BSH [B, S, N*D_v], TND [T, N, D_v], NBSD [N, B, S, D_v], NTD [N, T, D_v].
+``softmax_lse`` (float32, by the query layout, ibid. 282-299): (T, N, 1) for TND/TND_NTD,
+(B, N, S, 1) otherwise, when ``softmax_lse_flag``; else a [1] zero tensor.
 """
 
 from __future__ import annotations
 
 import torch
+
+from ascend_ops.simulator.constraints import FIA_LAYOUT_SPLIT
 
 _UNMODELLED = (
     "pse_shift", "dequant_scale1", "quant_scale1", "dequant_scale2", "quant_scale2",
@@ -51,7 +57,7 @@ def _query_segments(q: torch.Tensor, layout: str, n: int, lens) -> list[torch.Te
         return [q[s:e] for s, e in zip(starts, ends, strict=True)]
     if layout == "BSND":
         rows = q
-    elif layout in ("BNSD", "BNSD_BSND"):
+    elif layout == "BNSD":
         rows = q.transpose(1, 2)
     else:  # BSH
         rows = q.view(q.shape[0], q.shape[1], n, -1)
@@ -84,6 +90,7 @@ def attention(query, key, value, **kw):
         causal = False
     else:
         raise NotImplementedError(f"sparse_mode={mode} with atten_mask={'set' if mask is not None else None}")
+    layout, out_layout = FIA_LAYOUT_SPLIT[layout]
     qsegs = _query_segments(query, layout, n, kw["actual_seq_lengths"])
     qr, kr = kw["query_rope"], kw["key_rope"]
     rsegs = _query_segments(qr, layout, n, kw["actual_seq_lengths"]) if qr is not None else None
@@ -115,25 +122,31 @@ def attention(query, key, value, **kw):
         p = torch.exp(s - lse.unsqueeze(-1)).nan_to_num(0.0)
         outs.append(torch.einsum("hqk,khd->qhd", p, vb))
         lses.append(lse)
-    return _assemble(query, layout, n, outs, lses, vc.shape[-1], kw["softmax_lse_flag"])
+    return _assemble(query, layout, out_layout, n, outs, lses, vc.shape[-1], kw["softmax_lse_flag"])
 
 
-def _assemble(query, layout, n, outs, lses, dv, want_lse):
+def _assemble(query, layout, out_layout, n, outs, lses, dv, want_lse):
+    """Scatter the per-batch [q_len, N, D_v] outputs into ``out_layout``; the lse follows the
+    query ``layout``."""
     if layout == "TND":
         out = torch.cat(outs) if outs else query.new_zeros(0, n, dv)
         lse = torch.cat([x.t() for x in lses]).unsqueeze(-1) if outs else torch.zeros(0, n, 1)
-        result = out.to(query.dtype)
+        if out_layout == "NTD":
+            out = out.transpose(0, 1)
+        result = out.contiguous().to(query.dtype)
     else:
         b = query.shape[0]
-        s = query.shape[2] if layout in ("BNSD", "BNSD_BSND") else query.shape[1]
+        s = query.shape[2] if layout == "BNSD" else query.shape[1]
         full = torch.zeros(b, s, n, dv)
         lse = torch.zeros(b, n, s, 1)
         for i, (o, ls) in enumerate(zip(outs, lses, strict=True)):
             full[i, : o.shape[0]] = o
             lse[i, :, : o.shape[0], 0] = ls
-        if layout == "BNSD":
+        if out_layout == "BNSD":
             full = full.transpose(1, 2)
-        elif layout == "BSH":
+        elif out_layout == "NBSD":
+            full = full.permute(2, 0, 1, 3)
+        elif out_layout == "BSH":
             full = full.reshape(b, s, n * dv)
         result = full.contiguous().to(query.dtype)
     if not want_lse:

@@ -79,23 +79,31 @@ def npu_quant_matmul(x1, x2, scale, offset, pertoken_scale, bias, output_dtype, 
 
 def npu_grouped_matmul(x, weight, **kw):
     """Per-token quantized groups (formula 3): ``y = (x @ weight_e) * scale_e * per_token_scale``;
-    float inputs go to the float kernel (``kernels_moe``)."""
+    without scale and with ``output_dtype=torch.int32``: ``y = x @ weight_e``, the int32
+    accumulator (op-plugin GroupedMatmulKernelNpuOpApi.cpp@517f2e7:191-194,303-306,
+    torch_npu-npu_grouped_matmul.md@517f2e7:192-201; see ``constraints_quant.grouped_matmul``).
+    x int8 [m, k], weight int8 [g, k, n], group_list int64 [g] -> [y [m, n]]. Float inputs go to
+    the float kernel (``kernels_moe``)."""
     from ascend_ops.simulator.kernels_moe import npu_grouped_matmul as float_kernel
 
     if x[0].dtype != torch.int8:
         return float_kernel(x, weight, **kw)
-    if kw["per_token_scale"] is None:
-        raise NotImplementedError("simulated quantized grouped matmul models the per-token scenario")
-    xs, w, scale, pts = x[0], weight[0], kw["scale"][0], kw["per_token_scale"][0]
     out_dtype = as_dtype(kw["output_dtype"])
+    raw = kw["scale"] is None and kw["per_token_scale"] is None and out_dtype == torch.int32
+    if kw["per_token_scale"] is None and not raw:
+        raise NotImplementedError("simulated quantized grouped matmul models the per-token and the "
+                                  "int32-output (no scale) scenarios")
+    xs, w = x[0], weight[0]
     counts = kw["group_list"].tolist()
     if kw["group_list_type"] == 0:
         counts = [b - a for a, b in zip([0, *counts[:-1]], counts, strict=True)]
     out = torch.zeros(xs.shape[0], w.shape[2], dtype=torch.float64)
     start = 0
     for e, rows in enumerate(counts):
-        acc = xs[start:start + rows].double() @ w[e].double()  # exact: |products| <= 2**14
-        out[start:start + rows] = acc * scale[e].double() * pts[start:start + rows].double()[:, None]
+        acc = xs[start:start + rows].double() @ w[e].double()  # exact: |products| <= 2**14, k < 65536
+        if not raw:
+            acc = acc * kw["scale"][0][e].double() * kw["per_token_scale"][0][start:start + rows].double()[:, None]
+        out[start:start + rows] = acc
         start += rows
     return [out.to(out_dtype)]
 

@@ -29,20 +29,6 @@ HQ, HK, D, BS, NB = 4, 2, 64, 16, 6
 DT = torch.bfloat16
 
 
-@pytest.fixture
-def sim():
-    from ascend_ops import simulator
-
-    try:
-        simulator.install(capacity_bytes=1 << 30)
-    except simulator.SimulatedNpuError as exc:
-        pytest.skip(str(exc))
-    graph_params.clear()
-    try:
-        yield simulator
-    finally:
-        graph_params.clear()
-        simulator.uninstall()
 
 
 def _step_metadata(block_table, seq_lens):

@@ -136,22 +136,6 @@ def test_prefill_batch_of_two_requests_plus_padding_rows(impl):
     assert (out[7:] == 0).all()
 
 
-@pytest.fixture
-def sim():
-    import vllm_ascend_attention.backends.mla  # noqa: F401  (vLLM/transformers imported before the simulator)
-    from ascend_ops import simulator
-    from vllm_ascend_attention import graph_params
-
-    try:
-        simulator.install(capacity_bytes=1 << 30)
-    except simulator.SimulatedNpuError as exc:
-        pytest.skip(str(exc))
-    graph_params.clear()
-    try:
-        yield simulator
-    finally:
-        graph_params.clear()
-        simulator.uninstall()
 
 
 @pytest.mark.parametrize("heads", [12, 16])

@@ -96,3 +96,19 @@ def oot_platform(monkeypatch):
     platform = StandInOOTPlatform()
     monkeypatch.setattr(custom_op, "current_platform", platform)
     return platform
+
+
+@pytest.fixture
+def simulated_npu():
+    """The simulated torch_npu (ascend_ops.simulator) for one test; skipped without the wheel."""
+    from ascend_ops import simulator
+
+    try:
+        module = simulator.install(capacity_bytes=1 << 30, device_count=1)
+    except simulator.SimulatedNpuError as exc:
+        pytest.skip(str(exc))
+    simulator.ledger().reset()
+    try:
+        yield module
+    finally:
+        simulator.uninstall()

@@ -202,19 +202,6 @@ def test_no_packs_off_the_native_backend():
     assert layer.ascend_w13_handle == -1 and layer.ascend_w2_handle == -1
 
 
-@pytest.fixture
-def simulated_npu():
-    from ascend_ops import simulator
-
-    try:
-        module = simulator.install(capacity_bytes=1 << 30, device_count=1)
-    except simulator.SimulatedNpuError as exc:
-        pytest.skip(str(exc))
-    simulator.ledger().reset()
-    try:
-        yield module
-    finally:
-        simulator.uninstall()
 
 
 def _half_case(expert_map=None):

@@ -77,19 +77,6 @@ def test_expert_lora_matches_merged_oracle(backend):
     assert changed.tolist() == [s >= 0 for s in ADAPTER_OF_TOKEN], "rows with slot -1 must be base"
 
 
-@pytest.fixture
-def simulated_npu():
-    from ascend_ops import simulator
-
-    try:
-        module = simulator.install(capacity_bytes=1 << 30, device_count=1)
-    except simulator.SimulatedNpuError as exc:
-        pytest.skip(str(exc))
-    simulator.ledger().reset()
-    try:
-        yield module
-    finally:
-        simulator.uninstall()
 
 
 @pytest.mark.parametrize("soc", ["A2", "A3"])

@@ -84,20 +84,6 @@ def test_forward_oot_matches_native_property(
     _check_against_native(layer, positions, q, k)
 
 
-@pytest.fixture
-def simulated_npu():
-    """The simulated torch_npu (ascend_ops.simulator) for one test; skipped without the wheel."""
-    from ascend_ops import simulator
-
-    try:
-        module = simulator.install(capacity_bytes=1 << 30, device_count=1)
-    except simulator.SimulatedNpuError as exc:
-        pytest.skip(str(exc))
-    simulator.ledger().reset()
-    try:
-        yield module
-    finally:
-        simulator.uninstall()
 
 
 @pytest.mark.parametrize("is_neox", [True, False])

@@ -16,28 +16,28 @@ import sys
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
-from test_server_helpers import SERVER_MODULE, demo_model_path, emulation_env, run_to_exit
+from test_server_helpers import demo_model_path, emulation_env, run_to_exit, vllm_serve
 
-# Loads vLLM, fakes its version before the platform plugin runs, then runs the server module.
-PATCHED = ("import sys, runpy, vllm; vllm.__version__ = sys.argv.pop(1); "
-           f"sys.argv[0] = {SERVER_MODULE!r}; runpy.run_module({SERVER_MODULE!r}, run_name='__main__')")
+# Loads vLLM, fakes its version before the platform plugin runs, then runs what the `vllm` console
+# script runs (vLLM's [project.scripts]: vllm.entrypoints.cli.main:main) with the remaining args.
+PATCHED = ("import sys, vllm; vllm.__version__ = sys.argv.pop(1); sys.argv[0] = 'vllm'; "
+           "from vllm.entrypoints.cli.main import main; main()")
 MODEL_LOADING = ("Loading model", "Loading weights", "Starting to load model")
 
 
 def _serve(model: str, *extra: str, env: dict | None = None, version: str | None = None):
-    args = ["--model", model, "--max-model-len", "512", "--dtype", "float32", "--port", "1", *extra]
-    if version is None:
-        cmd = [sys.executable, "-m", SERVER_MODULE, *args]
-    else:
-        cmd = [sys.executable, "-c", PATCHED, version, *args]
+    """``vllm serve <model> ...`` (with ``version`` faked as vLLM's)."""
+    cmd = vllm_serve(model, "--max-model-len", "512", "--dtype", "float32", "--port", "1", *extra)
+    if version is not None:
+        cmd = [sys.executable, "-c", PATCHED, version, *cmd[1:]]
     return run_to_exit(cmd, env or emulation_env())
 
 
 def _help(version: str | None, env=None):
-    if version is None:
-        cmd = [sys.executable, "-m", SERVER_MODULE, "--help"]
-    else:
-        cmd = [sys.executable, "-c", PATCHED, version, "--help"]
+    """``vllm serve --help=all`` (with ``version`` faked as vLLM's)."""
+    cmd = vllm_serve("--help=all")
+    if version is not None:
+        cmd = [sys.executable, "-c", PATCHED, version, *cmd[1:]]
     return run_to_exit(cmd, env or emulation_env())
 
 

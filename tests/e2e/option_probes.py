@@ -42,6 +42,9 @@ ARG_PROBES: dict[str, list[str]] = {
     "all2all_backend": ["--all2all-backend", "deepep_high_throughput"],
     "enable_hc_sp": ["--enable-hc-sp"],
     "enable_batch_sharded_sampling": ["--enable-batch-sharded-sampling"],
+    "monokernel": ["--monokernel"],
+    # a backend another plugin could register (vLLM 0.33 names CUDA checkpoint / CRIU as such)
+    "sleep_mode_backend": ["--enable-sleep-mode", "--sleep-mode-backend", "cuda_checkpoint"],
     "cpu_offload_gb": ["--cpu-offload-gb", "1"],
     "cpu_offload_params": ["--cpu-offload-params", "lm_head"],
     "offload_backend": ["--offload-backend", "uva"],
@@ -92,6 +95,8 @@ ENV_PROBES: dict[str, str] = {
     "VLLM_USE_BREAKABLE_CUDAGRAPH": "1",
     "VLLM_MOE_ROUTING_SIMULATION_STRATEGY": "uniform_random",
     "VLLM_USE_MEGA_AOT_ARTIFACT": "1",
+    "VLLM_COHERE2_ATTN_MOE_DUAL_STREAM_TOKEN_THRESHOLD": "64",
+    "VLLM_ROCM_USE_AITER_FUSION_SHARED_EXPERTS": "1",
 }
 
 

@@ -72,7 +72,6 @@ ARG_PROBES: dict[str, list[str]] = {
     "mamba_cache_dtype": ["--mamba-cache-dtype", "float32"],
     "mamba_ssm_cache_dtype": ["--mamba-ssm-cache-dtype", "float32"],
     "mamba_block_size": ["--mamba-block-size", "64"],
-    "mamba_cache_mode": ["--mamba-cache-mode", "align"],
     "enable_mamba_shared_prefix_checkpoint": ["--enable-mamba-shared-prefix-checkpoint"],
     "use_replayssm": ["--use-replayssm"],
     "replayssm_buffer_len": ["--replayssm-buffer-len", "8"],

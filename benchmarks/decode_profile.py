@@ -224,8 +224,9 @@ def child_env(ours: bool, threads: int) -> dict:
 
 def _run(model: str, batch: int, tokens: int, dtype: str, ours: bool, threads: int,
          reps: int) -> dict:
+    python = sys.executable if ours else baseline.python()
     proc = subprocess.run(
-        [sys.executable if ours else baseline.python(), "-c", CHILD, model, str(batch), str(tokens), dtype, json.dumps(PROMPTS),
+        [python, "-c", CHILD, model, str(batch), str(tokens), dtype, json.dumps(PROMPTS),
          str(reps)],
         env=child_env(ours, threads), capture_output=True, text=True, timeout=1800)
     for line in proc.stdout.splitlines():

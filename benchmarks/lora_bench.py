@@ -83,8 +83,9 @@ def _run(model: str, adapters: list[str], ours: bool, threads: int, new_tokens: 
     else:
         env = baseline.child_env(env)  # no plugin: vLLM's own CPU platform and PunicaWrapperCPU
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+    python = sys.executable if ours else baseline.python()
     proc = subprocess.run(
-        [sys.executable if ours else baseline.python(), "-c", CHILD, model, json.dumps(adapters), str(new_tokens), str(batch),
+        [python, "-c", CHILD, model, json.dumps(adapters), str(new_tokens), str(batch),
          json.dumps(list(CASES))],
         env=env, capture_output=True, text=True, timeout=1800,
     )

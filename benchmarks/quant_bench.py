@@ -142,8 +142,8 @@ def _first_diffs(a: list, b: list) -> list[int | None]:
 def bench_ct(rounds: int, threads: int, batch: int, new_tokens: int) -> dict:
     """Module doc, ``--ct``: best tok/s per (model kind, side), ids compared, vLLM errors kept."""
     sys.path.insert(0, str(HERE.parent / "tests" / "e2e"))
-    from quant_ct_checkpoint import compressed_int8
     import baseline
+    from quant_ct_checkpoint import compressed_int8
     from throughput import run_side
 
     from vllm_ascend import demo_model

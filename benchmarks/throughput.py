@@ -70,7 +70,8 @@ if __name__ == "__main__":
 def run_side(model: str, ours: bool, threads: int, dtype: str, batch: int,
              new_tokens: int = NEW_TOKENS) -> dict:
     """One engine in its own subprocess: ``ours`` = our plugin in CPU emulation (this
-    environment), else vLLM's own CPU platform in the baseline environment (baseline.py). ``batch`` prompts (cycling ``PROMPTS``) x ``new_tokens``
+    environment), else vLLM's own CPU platform in the baseline environment (baseline.py).
+    ``batch`` prompts (cycling ``PROMPTS``) x ``new_tokens``
     greedy tokens after a warm-up; returns tokens, seconds, platform and the generated ids.
     Raises ``RuntimeError`` with the child's stderr tail when it fails. quant_bench.py uses it."""
     prompts = [PROMPTS[i % len(PROMPTS)] for i in range(batch)]

@@ -92,7 +92,7 @@ def _apply() -> None:
 PATCH = register_patch(Patch(
     name="lora-admission",
     target=TARGET,
-    vllm_versions=">=0.32,<0.33",
+    vllm_versions=">=0.33,<0.34",
     why="vLLM checks a LoRA adapter only when a model step loads it, and the failing request "
         "then fails every later step, so the engine stops serving",
     check=_looks_like_vllm_032,
@@ -142,7 +142,7 @@ def _apply_load_check() -> None:
 LOAD_PATCH = register_patch(Patch(
     name="lora-load-endpoint",
     target=LOAD_TARGET,
-    vllm_versions=">=0.32,<0.33",
+    vllm_versions=">=0.33,<0.34",
     why="vLLM's /v1/load_lora_adapter answers a rank above max_lora_rank with a 500 and accepts "
         "an adapter of another model's shapes, which then fails a model step",
     check=_looks_like_load_check,

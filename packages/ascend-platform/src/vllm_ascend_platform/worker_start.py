@@ -219,7 +219,7 @@ def _apply() -> None:
 PATCH = register_patch(Patch(
     name="worker-ready-timeout",
     target=WAIT_FOR_READY,
-    vllm_versions=">=0.32,<0.33",
+    vllm_versions=">=0.33,<0.34",
     why="vLLM waits for the workers' READY messages without a timeout, so a worker stuck in "
         "start-up hangs the engine silently",
     check=_looks_like_vllm_032,

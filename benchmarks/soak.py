@@ -2,7 +2,7 @@
 # Copyright 2026 The vllm-ascend authors
 """Soak benchmark: concurrent streaming clients against the OpenAI server in emulation.
 
-Starts ``python -m vllm.entrypoints.openai.api_server`` on loopback (127.0.0.1 only) with the
+Starts ``vllm serve`` (this environment's console script) on loopback (127.0.0.1 only) with the
 plugin in CPU emulation (``VLLM_ASCEND_EMULATE=1``) on the SmolLM2 demo checkpoint, then runs
 ``--clients`` concurrent clients, each sending streaming ``/v1/completions`` requests back to back
 until ``--duration`` seconds have passed (bounded also by ``--max-requests`` in total; requests
@@ -28,6 +28,7 @@ import subprocess
 import sys
 import time
 
+from vllm_ascend.demo import vllm_console_script
 from vllm_ascend.ports import free_port
 
 HOST = "127.0.0.1"  # loopback only, by design
@@ -61,7 +62,7 @@ def _start_server(args, port: int) -> subprocess.Popen:
     # vLLM's GPU-path worker (ours, since an out-of-tree platform is not is_cpu()) drops torch
     # to 1 thread unless OMP_NUM_THREADS is set.
     env.setdefault("OMP_NUM_THREADS", str(os.cpu_count() or 1))
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", args.model,
+    cmd = [vllm_console_script(), "serve", args.model,
            "--served-model-name", "soak", "--dtype", "float32", "--max-model-len",
            str(args.max_model_len), "--enforce-eager", "--host", HOST, "--port", str(port),
            "--max-num-seqs", str(args.clients), "--gpu-memory-utilization", "0.5"]

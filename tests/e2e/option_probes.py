@@ -42,6 +42,9 @@ ARG_PROBES: dict[str, list[str]] = {
     "all2all_backend": ["--all2all-backend", "deepep_high_throughput"],
     "enable_hc_sp": ["--enable-hc-sp"],
     "enable_batch_sharded_sampling": ["--enable-batch-sharded-sampling"],
+    "monokernel": ["--monokernel"],
+    # a backend another plugin could register (vLLM 0.33 names CUDA checkpoint / CRIU as such)
+    "sleep_mode_backend": ["--enable-sleep-mode", "--sleep-mode-backend", "cuda_checkpoint"],
     "cpu_offload_gb": ["--cpu-offload-gb", "1"],
     "cpu_offload_params": ["--cpu-offload-params", "lm_head"],
     "offload_backend": ["--offload-backend", "uva"],
@@ -69,7 +72,6 @@ ARG_PROBES: dict[str, list[str]] = {
     "mamba_cache_dtype": ["--mamba-cache-dtype", "float32"],
     "mamba_ssm_cache_dtype": ["--mamba-ssm-cache-dtype", "float32"],
     "mamba_block_size": ["--mamba-block-size", "64"],
-    "mamba_cache_mode": ["--mamba-cache-mode", "align"],
     "enable_mamba_shared_prefix_checkpoint": ["--enable-mamba-shared-prefix-checkpoint"],
     "use_replayssm": ["--use-replayssm"],
     "replayssm_buffer_len": ["--replayssm-buffer-len", "8"],
@@ -92,6 +94,8 @@ ENV_PROBES: dict[str, str] = {
     "VLLM_USE_BREAKABLE_CUDAGRAPH": "1",
     "VLLM_MOE_ROUTING_SIMULATION_STRATEGY": "uniform_random",
     "VLLM_USE_MEGA_AOT_ARTIFACT": "1",
+    "VLLM_COHERE2_ATTN_MOE_DUAL_STREAM_TOKEN_THRESHOLD": "64",
+    "VLLM_ROCM_USE_AITER_FUSION_SHARED_EXPERTS": "1",
 }
 
 

@@ -5,7 +5,7 @@
 Each start here must stop before model loading, so each costs a process start, not
 an engine start. The passing starts of these cases live in test_server.py (one shared
 server). Expected behaviour: the platform's front door (packages/ascend-platform/README.md) and
-vLLM 0.32's plugin loader (VLLM_PLUGINS is an allowlist split on ",": the empty string loads nothing).
+vLLM 0.33's plugin loader (VLLM_PLUGINS is an allowlist split on ",": the empty string loads nothing).
 """
 
 from __future__ import annotations
@@ -16,28 +16,28 @@ import sys
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
-from test_server_helpers import SERVER_MODULE, demo_model_path, emulation_env, run_to_exit
+from test_server_helpers import demo_model_path, emulation_env, run_to_exit, vllm_serve
 
-# Loads vLLM, fakes its version before the platform plugin runs, then runs the server module.
-PATCHED = ("import sys, runpy, vllm; vllm.__version__ = sys.argv.pop(1); "
-           f"sys.argv[0] = {SERVER_MODULE!r}; runpy.run_module({SERVER_MODULE!r}, run_name='__main__')")
+# Loads vLLM, fakes its version before the platform plugin runs, then runs what the `vllm` console
+# script runs (vLLM's [project.scripts]: vllm.entrypoints.cli.main:main) with the remaining args.
+PATCHED = ("import sys, vllm; vllm.__version__ = sys.argv.pop(1); sys.argv[0] = 'vllm'; "
+           "from vllm.entrypoints.cli.main import main; main()")
 MODEL_LOADING = ("Loading model", "Loading weights", "Starting to load model")
 
 
 def _serve(model: str, *extra: str, env: dict | None = None, version: str | None = None):
-    args = ["--model", model, "--max-model-len", "512", "--dtype", "float32", "--port", "1", *extra]
-    if version is None:
-        cmd = [sys.executable, "-m", SERVER_MODULE, *args]
-    else:
-        cmd = [sys.executable, "-c", PATCHED, version, *args]
+    """``vllm serve <model> ...`` (with ``version`` faked as vLLM's)."""
+    cmd = vllm_serve(model, "--max-model-len", "512", "--dtype", "float32", "--port", "1", *extra)
+    if version is not None:
+        cmd = [sys.executable, "-c", PATCHED, version, *cmd[1:]]
     return run_to_exit(cmd, env or emulation_env())
 
 
 def _help(version: str | None, env=None):
-    if version is None:
-        cmd = [sys.executable, "-m", SERVER_MODULE, "--help"]
-    else:
-        cmd = [sys.executable, "-c", PATCHED, version, "--help"]
+    """``vllm serve --help=all`` (with ``version`` faked as vLLM's)."""
+    cmd = vllm_serve("--help=all")
+    if version is not None:
+        cmd = [sys.executable, "-c", PATCHED, version, *cmd[1:]]
     return run_to_exit(cmd, env or emulation_env())
 
 
@@ -63,7 +63,7 @@ def runs():
     pool = ThreadPoolExecutor(max_workers=min(4, max(2, os.cpu_count() or 1)))
     started: dict[str, Future] = {
         "help": pool.submit(_help, None),
-        "help_dev": pool.submit(_help, "0.32.1.dev12+gabc123"),
+        "help_dev": pool.submit(_help, "0.33.1.dev12+gabc123"),
         "help_old": pool.submit(_help, "0.30.0"),
         "help_old_opt_in": pool.submit(
             _help, "0.30.0", env=emulation_env(VLLM_ASCEND_SKIP_VERSION_CHECK="1")),
@@ -102,7 +102,7 @@ def test_unsupported_vllm_help_refused_in_one_line(runs):
     code, out = runs["help_old"]()
     assert code == 1
     lines = [ln for ln in out.splitlines() if "0.30.0" in ln]
-    assert lines and all("(supports vLLM >=0.32,<0.33)" in ln for ln in lines)
+    assert lines and all("(supports vLLM >=0.33,<0.34)" in ln for ln in lines)
     assert "Traceback" not in out
 
 
@@ -111,7 +111,7 @@ def test_unsupported_vllm_start_refused_before_model_loading(runs):
     assert code == 1
     assert ("vLLM 0.30.0 is installed, but these Ascend layers do not support it: "
             "vllm-ascend-platform") in out
-    assert "pip install 'vllm>=0.32,<0.33'" in out
+    assert "install vLLM '>=0.33,<0.34' built from its source for the empty target" in out
     assert "VLLM_ASCEND_SKIP_VERSION_CHECK=1" in out
     assert "Traceback" not in out
     assert not any(marker in out for marker in MODEL_LOADING)
@@ -157,9 +157,12 @@ def test_misspelled_plugin_named_with_discovered(runs):
 
 
 def test_empty_vllm_plugins_loads_no_plugin(runs):
-    # vLLM documents VLLM_PLUGINS="" as an allowlist matching no plugin: vLLM's own platform runs
+    # vLLM documents VLLM_PLUGINS="" as an allowlist matching no plugin: only vLLM's builtin
+    # platforms are probed, and the empty-target build (how Ascend hosts and .venv install vLLM)
+    # matches none of them, so vLLM runs on its UnspecifiedPlatform
+    # (vllm/platforms/__init__.py, resolve_current_platform_cls_qualname)
     proc, doctor = runs["no_plugin"]()
-    assert "PLATFORM vllm.platforms.cpu" in proc.stdout
+    assert "PLATFORM vllm.platforms.interface" in proc.stdout
     assert "vllm-ascend" not in proc.stdout + proc.stderr  # our code never ran
     assert doctor.returncode == 1
     assert "vLLM loads no plugin at all, so the Ascend platform (and emulation) cannot run" \

@@ -12,18 +12,16 @@ Each case is a process start, not an engine start.
 
 from __future__ import annotations
 
-import sys
-
 import pytest
-from test_server_helpers import SERVER_MODULE, demo_model_path, emulation_env, run_to_exit
+from test_server_helpers import demo_model_path, emulation_env, run_to_exit, vllm_serve
 
 MODEL_LOADING = ("Loading model", "Loading weights", "Starting to load model")
 
 
 @pytest.mark.parametrize("block_size, suggested", [(7, 16), (40, 48)])
 def test_block_size_not_a_multiple_of_16_refused_before_loading(block_size, suggested):
-    cmd = [sys.executable, "-m", SERVER_MODULE, "--model", demo_model_path(), "--max-model-len",
-           "512", "--dtype", "float32", "--port", "1", "--block-size", str(block_size)]
+    cmd = vllm_serve(demo_model_path(), "--max-model-len", "512", "--dtype", "float32", "--port",
+                     "1", "--block-size", str(block_size))
     code, out = run_to_exit(cmd, emulation_env())
     assert code != 0
     assert (f"--block-size {block_size} does not fit the Ascend attention backend ASCEND_ATTN, "

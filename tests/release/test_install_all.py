@@ -53,7 +53,7 @@ def test_installed_from_the_wheelhouse_not_the_checkout(full_venv):
             f"for d in {LAYER_DISTS + ['vllm-ascend']!r}}}))")
     found = json.loads(full_venv.run("-c", code).stdout)
     for dist, (version, where) in found.items():
-        assert version == "0.1.0", (dist, version)
+        assert version == "0.2.0", (dist, version)
         assert where.startswith(str(full_venv.site)), f"{dist} comes from {where}"
     # no editable install of ours leaked in through the linked .venv
     direct = full_venv.run("-c", "import vllm_ascend_platform, ascend_ops._C as c; "
@@ -68,7 +68,7 @@ def test_doctor_is_clean(full_venv):
     assert report["ok"] is True and report["problems"] == [], report["problems"]
     layers = {row["dist"]: row for row in report["layers"]}
     assert sorted(layers) == sorted(LAYER_DISTS)
-    assert all(row["version"] == "0.1.0" and row["ok"] for row in layers.values()), layers
+    assert all(row["version"] == "0.2.0" and row["ok"] for row in layers.values()), layers
 
 
 def test_smollm2_answers_like_hf_transformers(full_venv, model_dir):

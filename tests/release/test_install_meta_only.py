@@ -29,7 +29,7 @@ def test_only_the_required_layers_are_installed(meta_only_venv):
     for dist in OPTIONAL:
         assert meta_only_venv.dist_version(dist) is None, dist
     for dist in ("vllm-ascend", "vllm-ascend-platform", "ascend-ops"):
-        assert meta_only_venv.dist_version(dist) == "0.1.0", dist
+        assert meta_only_venv.dist_version(dist) == "0.2.0", dist
 
 
 def test_doctor_lists_the_missing_layers(meta_only_venv):

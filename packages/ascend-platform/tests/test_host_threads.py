@@ -2,7 +2,7 @@
 # Copyright 2026 The vllm-ascend authors
 """The emulated worker's thread plan (``vllm_ascend_platform.host_threads``) against vLLM's own.
 
-The independent source is vLLM 0.32's ``OMPProcessManager._get_autobind_cpu_ids``
+The independent source is vLLM 0.33's ``OMPProcessManager._get_autobind_cpu_ids``
 (``vllm/utils/ompmultiprocessing.py``), run on the same CPU topology with its CPU-list helpers
 replaced by the topology under test: for ``VLLM_CPU_OMP_THREADS_BIND=auto`` our worker must run
 as many threads as vLLM's CPU worker binds for that rank.
@@ -22,8 +22,10 @@ def _vllm_lists(cores: list[tuple[int, int]], world: int, reserve: int, monkeypa
     mgr = ompmultiprocessing.OMPProcessManager.__new__(ompmultiprocessing.OMPProcessManager)
     mgr.local_world_size, mgr.reserve_cpu_num, mgr.simulate_multi_node = world, reserve, False
     mgr.local_dp_rank, mgr.internal_dp_size = 0, 1
+    mgr.assigned_node_ids = None  # parallel_config.assigned_physical_gpu_ids: no DP assignment
     monkeypatch.setattr(ompmultiprocessing.cr_utils, "get_allowed_cpu_list", lambda: infos)
-    monkeypatch.setattr(ompmultiprocessing.cr_utils, "get_visible_memory_node", lambda: [0])
+    monkeypatch.setattr(ompmultiprocessing.cr_utils, "get_visible_memory_node",
+                        lambda assigned_node_ids=None: [0])
     lists, _ = mgr._get_autobind_cpu_ids(lambda cpus: cpus[-1:])  # vLLM's x86 selector
     return [[c.id for c in rank] for rank in lists]
 

@@ -93,3 +93,27 @@ def test_quantization_refused_by_name_with_the_fix():
     assert "--quantization fp8" in msg and "msModelSlim" in msg and "Served methods: ascend" in msg
     with pytest.raises(ValueError, match="not in the Ascend support table"):
         S.check_quantization("some_plugin_method", ["ascend"])
+
+
+@pytest.mark.parametrize("backend, refused", [("cumem", False), ("ascend", False),
+                                              ("cuda_checkpoint", True)])
+def test_sleep_mode_backend_ours_or_vllms_default(monkeypatch, backend, refused):
+    # vLLM 0.33's --sleep-mode-backend (ModelConfig.sleep_mode_backend): "cumem" is vLLM's
+    # default, which the platform runs as its "ascend" backend (sleep_mode.select_default)
+    _mode(monkeypatch, "emulation")
+    cfg = _cfg()
+    cfg.model_config.sleep_mode_backend = backend
+    if not refused:
+        check_features(cfg, AscendConfig())
+        return
+    with pytest.raises(UnsupportedFeatureError,
+                       match="--sleep-mode-backend / sleep_mode_backend: .*pass ascend"):
+        check_features(cfg, AscendConfig())
+
+
+def test_monokernel_refused(monkeypatch):
+    _mode(monkeypatch, "emulation")
+    cfg = _cfg()
+    cfg.kernel_config = SimpleNamespace(monokernel=True, ir_op_priority=None)
+    with pytest.raises(UnsupportedFeatureError, match="--monokernel / monokernel: .*ROCm gfx942"):
+        check_features(cfg, AscendConfig())

@@ -18,6 +18,27 @@ from vllm.v1.sample.sampler import Sampler
 from vllm_ascend_platform.sampler import AscendSampler
 
 
+@pytest.fixture(autouse=True)
+def _sampling_as_on_an_out_of_tree_platform(monkeypatch):
+    """vLLM's sampling code as it runs under the Ascend platform, which is out of tree
+    (``is_cpu()`` False: ``Sampler.greedy_sample`` takes ``logits.argmax``,
+    ``TopKTopPSampler`` its ``forward_native``). Under vLLM's ``CpuPlatform`` (this package's
+    conftest) they would call ``torch.ops._C.greedy_argmax`` / ``_C.fused_gumbel_argmax``,
+    kernels of vLLM's CPU build that a vLLM built for the empty target does not have."""
+    from vllm.platforms.interface import Platform, PlatformEnum
+    from vllm.v1.sample import sampler
+    from vllm.v1.sample.ops import topk_topp_sampler
+
+    class StandInOOTPlatform(Platform):
+        _enum = PlatformEnum.OOT
+        device_name = "cpu"
+        device_type = "cpu"
+
+    platform = StandInOOTPlatform()
+    monkeypatch.setattr(sampler, "current_platform", platform)
+    monkeypatch.setattr(topk_topp_sampler, "current_platform", platform)
+
+
 def _metadata(temperature: list[float], logprobs: int | None = None) -> SamplingMetadata:
     temp = torch.tensor(temperature)
     batch = len(temperature)

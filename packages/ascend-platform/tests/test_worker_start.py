@@ -216,15 +216,16 @@ def test_fork_after_parallel_region_hangs_spawn_does_not(fake_response_handles, 
 # --------------------------------------------------------------------------- the patch
 
 
-def test_patch_is_declared_and_applies_to_vllm_032():
+def test_patch_is_declared_and_applies_to_vllm_033():
     from vllm.v1.executor.multiproc_executor import WorkerProc
 
     declared = {p.name: p for p in patches.registered_patches()}
     patch = declared["worker-ready-timeout"]
     assert patch is worker_start.PATCH
-    status = patches._evaluate(patch, "0.32.0")
+    status = patches._evaluate(patch, "0.33.0")
     assert status.state == patches.PENDING, status.reason
-    assert patches._evaluate(patch, "0.33.0").state == patches.SKIPPED
+    assert patches._evaluate(patch, "0.32.0").state == patches.SKIPPED
+    assert patches._evaluate(patch, "0.34.0").state == patches.SKIPPED
     patch.apply()
     assert WorkerProc.wait_for_ready is bounded_wait_for_ready
 

@@ -11,7 +11,7 @@ runs when the Ascend platform is current, after the one vLLM version check.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 #: registry name -> qualified class path of every backend this layer provides
 BACKENDS: dict[str, str] = {
@@ -25,7 +25,7 @@ LAYER: dict = {
     "name": "attention",
     "distribution": "vllm-ascend-attention",
     "version": __version__,
-    "vllm": ">=0.32,<0.33",
+    "vllm": ">=0.33,<0.34",
     "provides": {
         "register": "vllm_ascend_attention.register",
         **{f"attention_backend.{name}": path for name, path in BACKENDS.items()},

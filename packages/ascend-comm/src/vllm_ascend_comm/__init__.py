@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 #: This layer's description (docs/architecture.md, "The layer contract"); read only by the
 #: platform, through the entry point ``vllm_ascend.layers: comm``.
@@ -23,7 +23,7 @@ LAYER: dict = {
     "name": "comm",
     "distribution": "vllm-ascend-comm",
     "version": __version__,
-    "vllm": ">=0.32,<0.33",
+    "vllm": ">=0.33,<0.34",
     "provides": {
         "register": "vllm_ascend_comm.register",
         "device_communicator": "vllm_ascend_comm.communicator.NPUCommunicator",

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 #: ``Platform.get_static_graph_wrapper_cls()``
 WRAPPER_CLS = "vllm_ascend_graph.wrapper.ACLGraphWrapper"
@@ -33,7 +33,7 @@ LAYER: dict = {
     "name": "graph",
     "distribution": "vllm-ascend-graph",
     "version": __version__,
-    "vllm": ">=0.32,<0.33",
+    "vllm": ">=0.33,<0.34",
     "provides": {
         "register": "vllm_ascend_graph.register",
         "configure": "vllm_ascend_graph.configure",

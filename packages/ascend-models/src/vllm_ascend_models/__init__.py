@@ -22,7 +22,7 @@ import logging
 
 from vllm_ascend_models._custom_ops import OOT_OP_NAMES, enable_custom_ops
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 IR_PROVIDER = "ascend"
 """Our vLLM IR-op provider name."""
@@ -33,7 +33,7 @@ LAYER: dict = {
     "name": "models",
     "distribution": "vllm-ascend-models",
     "version": __version__,
-    "vllm": ">=0.32,<0.33",
+    "vllm": ">=0.33,<0.34",
     "provides": {
         "register": "vllm_ascend_models.register",
         "configure": "vllm_ascend_models.configure",

@@ -44,7 +44,7 @@ from ascend_ops.ops.rotary import rotary_embedding
 from ascend_ops.ops.sampling import greedy_argmax
 from ascend_ops.ops.spec_decode import rejection_sample, sample_recovered_tokens
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 OPS = (
     "rms_norm",

@@ -10,5 +10,5 @@ from __future__ import annotations
 
 from vllm_ascend_platform.plugin import AscendStartupError, platform_plugin, startup_check
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 __all__ = ["AscendStartupError", "platform_plugin", "startup_check", "__version__"]

@@ -110,7 +110,7 @@ class LayerDescription(BaseModel):
     distribution: str
     #: the layer's version (PEP 440)
     version: str
-    #: the vLLM versions it supports, a PEP 440 specifier (">=0.32,<0.33")
+    #: the vLLM versions it supports, a PEP 440 specifier (">=0.33,<0.34")
     vllm: str
     #: role -> qualified name of a class, function or module (see ``ROLES``)
     provides: dict[str, str]
@@ -142,7 +142,7 @@ class LayerDescription(BaseModel):
             SpecifierSet(value)
         except InvalidSpecifier as exc:
             raise ValueError(
-                f"{value!r} is not a PEP 440 specifier such as '>=0.32,<0.33'") from exc
+                f"{value!r} is not a PEP 440 specifier such as '>=0.33,<0.34'") from exc
         return value
 
     @model_validator(mode="after")

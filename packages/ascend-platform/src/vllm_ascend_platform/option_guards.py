@@ -2,7 +2,7 @@
 # Copyright 2026 The vllm-ascend authors
 """Start-up checks the support table needs beyond its value checks (option_support.ARG_CHECKS).
 
-* :data:`EARLY_ARGS`: refused engine arguments that vLLM 0.32 itself rejects on a non-CUDA
+* :data:`EARLY_ARGS`: refused engine arguments that vLLM (0.32, 0.33) itself rejects on a non-CUDA
   platform while ``EngineArgs.create_engine_config`` builds the sub-configs, before any platform
   hook sees the finished ``VllmConfig`` (``ParallelConfig.__post_init__`` for ``enable_eplb`` /
   ``enable_elastic_ep``, ``ModelConfig.__post_init__`` for ``enable_cumem_allocator``,

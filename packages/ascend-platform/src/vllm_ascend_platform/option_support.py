@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""Which vLLM 0.32 options the Ascend platform serves, refuses, or leaves to vLLM.
+"""Which vLLM 0.33 options the Ascend platform serves, refuses, or leaves to vLLM.
 
 The table (option_table.py, option_table_env.py) classifies every engine argument, quantization
 method, ``--kv-cache-dtype`` choice and ``VLLM_*`` variable read below the engine; this module
@@ -53,7 +53,7 @@ def rows() -> list[Row]:
 
 
 def vllm_names() -> dict[str, set[str]]:
-    """The option names vLLM 0.32 itself defines, per kind: ``EngineArgs`` dataclass fields
+    """The option names the installed vLLM itself defines, per kind: ``EngineArgs`` dataclass fields
     (the CLI flags), ``QUANTIZATION_METHODS``, the ``CacheDType`` literal, and the variables of
     ``vllm/envs.py`` read in :data:`BELOW_ENGINE`."""
     import dataclasses
@@ -89,6 +89,7 @@ _P, _C, _K, _M = "parallel_config.", "cache_config.", "kernel_config.", "model_c
 _L, _MB = "lora_config.", "mamba_config."
 _ASCEND_BACKENDS = (None, "ASCEND_ATTN", "ASCEND_MLA")
 _OUR_WORKER = "vllm_ascend_platform.worker.NPUWorker"
+_SLEEP_BACKEND = "ascend"  # sleep_mode.BACKEND_NAME (that module imports vLLM's allocator)
 
 #: refused engine argument -> (VllmConfig attribute path, the value or test that is fine)
 ARG_CHECKS: dict[str, tuple[str, Any]] = {
@@ -117,6 +118,8 @@ ARG_CHECKS: dict[str, tuple[str, Any]] = {
     "all2all_backend": (_P + "all2all_backend", "allgather_reducescatter"),
     "enable_hc_sp": (_P + "enable_hc_sp", False),
     "enable_batch_sharded_sampling": (_P + "enable_batch_sharded_sampling", lambda v: not v),
+    "monokernel": (_K + "monokernel", False),
+    "sleep_mode_backend": (_M + "sleep_mode_backend", lambda v: v in ("cumem", _SLEEP_BACKEND)),
     "cpu_offload_gb": ("offload_config.uva.cpu_offload_gb", 0),
     "cpu_offload_params": ("offload_config.uva.cpu_offload_params", lambda v: not v),
     "offload_backend": ("offload_config.offload_backend", "auto"),
@@ -144,7 +147,6 @@ ARG_CHECKS: dict[str, tuple[str, Any]] = {
     "mamba_cache_dtype": (_C + "mamba_cache_dtype", "auto"),
     "mamba_ssm_cache_dtype": (_C + "mamba_ssm_cache_dtype", "auto"),
     "mamba_block_size": (_C + "mamba_block_size", None),
-    "mamba_cache_mode": (_C + "mamba_cache_mode", "none"),
     "enable_mamba_shared_prefix_checkpoint": (_C + "enable_mamba_shared_prefix_checkpoint", False),
     "use_replayssm": (_C + "use_replayssm", False),
     "replayssm_buffer_len": (_C + "replayssm_buffer_len", 16),

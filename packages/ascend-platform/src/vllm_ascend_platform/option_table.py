@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""The support table: every vLLM 0.32 engine argument, quantization method and KV-cache dtype.
+"""The support table: every vLLM 0.33 engine argument, quantization method and KV-cache dtype.
 
 Each group is (status, evidence, names). ``status`` is ``supported`` (evidence: the test that
 shows it works), ``refused`` (evidence: what to change; our start-up check, option_support.py,
@@ -67,6 +67,8 @@ ARG_GROUPS: tuple[tuple[str, str, str], ...] = (
      "enable_lora max_loras max_lora_rank max_cpu_loras lora_dtype lora_target_modules"),
     (SUPPORTED, "tests/e2e/test_sleep_mode.py::test_level2_selective_wake_and_reload",
      "enable_sleep_mode sleep_preserve_parameter_names"),
+    (SUPPORTED, "tests/e2e/test_server.py::test_watchdog_runs_in_the_engine_core",
+     "watchdog_config"),
     (SUPPORTED, "tests/e2e/test_server.py::test_upstream_additional_config_keys_start_and_unsupported_value_warns",
      "additional_config"),
     (SUPPORTED, "tests/e2e/test_pooling_minilm.py::test_embeddings_match_transformers",
@@ -92,9 +94,9 @@ ARG_GROUPS: tuple[tuple[str, str, str], ...] = (
      "dcp_q_replicate dcp_kv_cache_interleave_size cp_kv_cache_interleave_size"),
     (REFUSED, "dual-batch overlap is not built: drop --enable-dbo / --ubatch-size",
      "enable_dbo ubatch_size dbo_decode_token_threshold dbo_prefill_token_threshold"),
-    # vLLM 0.32 rejects the next five itself while building the config, without saying what to
+    # vLLM rejects the next five itself while building the config, without saying what to
     # change; option_guards.py (patch early-option-refusals) checks them first with these texts
-    (REFUSED, "expert-parallel load balancing is not built on Ascend (vLLM 0.32 builds it for "
+    (REFUSED, "expert-parallel load balancing is not built on Ascend (vLLM builds it for "
      "CUDA only): drop --enable-eplb", "enable_eplb"),
     (REFUSED, "elastic expert parallelism needs expert-parallel load balancing, which is not "
      "built on Ascend: drop --enable-elastic-ep", "enable_elastic_ep"),
@@ -113,6 +115,16 @@ ARG_GROUPS: tuple[tuple[str, str, str], ...] = (
     (REFUSED, "Ascend selects its own kernels and collectives: leave the option at its default",
      "moe_backend linear_backend sparse_indexer_topk_backend all2all_backend enable_hc_sp "
      "enable_batch_sharded_sampling"),
+    (REFUSED, "--monokernel selects vLLM's DeepSeek-V4.1 mono decode kernels for ROCm gfx942 "
+     "GPUs (vllm/models/deepseek_v41/amd/mono_decode.py); Ascend runs its own kernels: drop "
+     "--monokernel", "monokernel"),
+    # vLLM 0.33 puts the sleep-mode backend on the command line (ModelConfig.sleep_mode_backend,
+    # vllm/device_allocator/sleep_mode_backend.py); the platform runs vLLM's default "cumem" as
+    # its own "ascend" backend (sleep_mode.select_default), any other name would fail only at
+    # the first sleep
+    (REFUSED, "the Ascend platform frees and restores device memory through its own sleep-mode "
+     "backend (vllm_ascend_platform/sleep_mode.py): leave --sleep-mode-backend at cumem "
+     "(vLLM's default, which runs as ascend) or pass ascend", "sleep_mode_backend"),
     (REFUSED, "weight/KV offloading to host memory is not built: drop the offload options",
      "cpu_offload_gb cpu_offload_params offload_backend offload_group_size offload_num_in_group "
      "offload_prefetch_step offload_params"),
@@ -124,9 +136,12 @@ ARG_GROUPS: tuple[tuple[str, str, str], ...] = (
      "numa_bind_cpus fully_sharded_loras enable_mixed_moe_lora_format enable_moe_shared_loras "
      "specialize_active_lora fault_tolerance_config weight_transfer_config"),
     (REFUSED, "Mamba / linear-attention state caches are not built on Ascend: drop the option",
-     "mamba_cache_dtype mamba_ssm_cache_dtype mamba_block_size mamba_cache_mode "
+     "mamba_cache_dtype mamba_ssm_cache_dtype mamba_block_size "
      "enable_mamba_shared_prefix_checkpoint use_replayssm replayssm_buffer_len mamba_backend "
      "mamba_cache_philox_rounds mamba_config"),
+    (NOT_OURS, "deprecated in vLLM 0.33 and without effect: the Mamba cache mode follows "
+     "--enable-prefix-caching (vllm/engine/arg_utils.py, _MAMBA_CACHE_MODE_DEPRECATION_MESSAGE), "
+     "and the Mamba state caches it shaped are refused above", "mamba_cache_mode"),
     (REFUSED, "the Ascend platform installs its own worker: leave --worker-cls at auto",
      "worker_cls"),
     (REFUSED, "only vLLM's own model classes run through the Ascend layers: leave --model-impl "
@@ -207,6 +222,6 @@ KV_GROUPS: tuple[tuple[str, str, str], ...] = (
      "float16 bfloat16"),
     (REFUSED, KV_FIX,
      "fp8_inc fp8_ds_mla nvfp4_ds_mla turboquant_k8v4 turboquant_4bit_nc turboquant_k3v4_nc "
-     "turboquant_3bit_nc ultraquant_4bit int4_per_token_head int8_per_token_head "
-     "fp8_per_token_head nvfp4 nvfp4_4over6"),
+     "turboquant_3bit_nc octave_k3v4 octave_k3v3 octave_k3v3_compact ultraquant_4bit "
+     "int4_per_token_head int8_per_token_head fp8_per_token_head nvfp4 nvfp4_4over6"),
 )

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""Support table, part 2: the ``VLLM_*`` environment variables vLLM 0.32 reads below the engine.
+"""Support table, part 2: the ``VLLM_*`` environment variables vLLM 0.33 reads below the engine.
 
 "Below the engine" is what option_support.below_engine_env_vars() finds: names from
 ``vllm/envs.py`` read as ``envs.VLLM_*`` in ``vllm/v1/worker``, ``vllm/v1/attention``,
@@ -35,6 +35,17 @@ ENV_GROUPS: tuple[tuple[str, ...], ...] = (
     (REFUSED, "VLLM_USE_MEGA_AOT_ARTIFACT=1 needs inductor standalone-compile artifacts, which "
      "the Ascend compile backend does not produce (vllm_ascend_graph/execution_mode.py): unset "
      "VLLM_USE_MEGA_AOT_ARTIFACT or set it to 0", "VLLM_USE_MEGA_AOT_ARTIFACT", "0"),
+    # new below the engine in vLLM 0.33 (vllm/envs.py): both tune CUDA / ROCm paths that never
+    # run on Ascend, so a setting would silently do nothing; refused by name instead
+    (REFUSED, "the Cohere2-MoE attention/MoE dual stream is CUDA-only "
+     "(vllm/model_executor/models/cohere2_moe.py, _make_dual_stream); on Ascend that model runs "
+     "single-stream and the threshold does nothing: unset "
+     "VLLM_COHERE2_ATTN_MOE_DUAL_STREAM_TOKEN_THRESHOLD",
+     "VLLM_COHERE2_ATTN_MOE_DUAL_STREAM_TOKEN_THRESHOLD", "256"),
+    (REFUSED, "ROCm AITER's fused shared experts do not exist on Ascend (vLLM enables them only "
+     "where AITER is available, vllm/model_executor/layers/fused_moe/utils.py "
+     "resolve_layer_fused_shared_expert): unset VLLM_ROCM_USE_AITER_FUSION_SHARED_EXPERTS",
+     "VLLM_ROCM_USE_AITER_FUSION_SHARED_EXPERTS", "0"),
     (NOT_OURS, _VLLM,
      "VLLM_ALLOW_INSECURE_SERIALIZATION VLLM_CACHE_ROOT VLLM_COMPUTE_NANS_IN_LOGITS "
      "VLLM_DEBUG_WORKSPACE VLLM_DISABLED_KERNELS VLLM_DISABLE_COMPILE_CACHE "
@@ -74,8 +85,7 @@ ENV_GROUPS: tuple[tuple[str, ...], ...] = (
      "VLLM_LORA_DISABLE_PDL VLLM_LORA_ENABLE_DUAL_STREAM VLLM_MARLIN_INPUT_DTYPE "
      "VLLM_MARLIN_USE_ATOMIC_ADD VLLM_MAX_TOKENS_PER_EXPERT_FP4_MOE VLLM_MOE_USE_DEEP_GEMM "
      "VLLM_MXFP4_EMULATION_DEQUANT_AT_LOAD VLLM_MXFP8_EMULATION_DEQUANT_AT_LOAD "
-     "VLLM_ROCM_AITER_MEGA_MOE_FUSE_SHARED_EXPERTS VLLM_ROCM_AITER_MLA_ASM_PADDING "
-     "VLLM_ROCM_AITER_MLA_DCP_VERIFY VLLM_ROCM_FP8_MFMA_PAGE_ATTN VLLM_ROCM_FP8_PADDING "
+     "VLLM_ROCM_AITER_MLA_ASM_PADDING VLLM_ROCM_FP8_MFMA_PAGE_ATTN VLLM_ROCM_FP8_PADDING "
      "VLLM_ROCM_MOE_PADDING VLLM_ROCM_QUICK_REDUCE_CAST_BF16_TO_FP16 "
      "VLLM_ROCM_QUICK_REDUCE_MAX_SIZE_BYTES_MB VLLM_ROCM_QUICK_REDUCE_MIN_SIZE_BYTES_MB "
      "VLLM_ROCM_QUICK_REDUCE_QUANTIZATION VLLM_ROCM_QUICK_REDUCE_QUANTIZATION_MIN_SIZE_KB "

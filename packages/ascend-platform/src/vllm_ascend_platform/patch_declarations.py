@@ -16,7 +16,7 @@ from typing import Any
 
 from vllm_ascend_platform.patches import Patch, register_patch
 
-VLLM_032 = ">=0.32,<0.33"
+VLLM_033 = ">=0.33,<0.34"
 ACCELERATOR_CALLS = ("synchronize", "get_memory_info", "empty_cache", "empty_host_cache")
 CUDA_STREAM_API = ("Stream", "Event", "current_stream", "stream")
 
@@ -54,7 +54,7 @@ def _is_vllm_graph_capture(obj: Any) -> bool:
 register_patch(Patch(
     name="emulation-host-accelerator",
     target="torch:accelerator",
-    vllm_versions=VLLM_032,
+    vllm_versions=VLLM_033,
     why="CPU-only torch raises from torch.accelerator.synchronize/empty_cache/get_memory_info, "
         "which vLLM calls unconditionally; in emulation the device is the host",
     check=_has(*ACCELERATOR_CALLS),
@@ -64,7 +64,7 @@ register_patch(Patch(
 register_patch(Patch(
     name="simulated-npu",
     target="torch:accelerator",
-    vllm_versions=VLLM_032,
+    vllm_versions=VLLM_033,
     why="the simulated NPU stands in for torch_npu (sys.modules['torch_npu'], torch.npu) and "
         "routes torch.accelerator calls to it (docs/simulated-npu.md)",
     check=_has(*ACCELERATOR_CALLS),
@@ -74,7 +74,7 @@ register_patch(Patch(
 register_patch(Patch(
     name="device-stream-api",
     target="torch:cuda",
-    vllm_versions=VLLM_032,
+    vllm_versions=VLLM_033,
     why="GPUModelRunner calls torch.cuda.Stream/Event/current_stream/stream and torch.Event "
         "directly; around our runner's calls they resolve to ascend_ops.device",
     check=_has(*CUDA_STREAM_API),
@@ -91,7 +91,7 @@ def _slot_mapping_signature(fn: Any) -> bool:
 register_patch(Patch(
     name="block-table-direct-slot-mapping",
     target="vllm.v1.worker.block_table:BlockTable.compute_slot_mapping",
-    vllm_versions=VLLM_032,
+    vllm_versions=VLLM_033,
     why="vLLM's method reaches the slot-mapping kernel through its JIT-kernel launcher, about "
         "half of the call's host time each step; where that kernel is our registered override "
         "(host, no Triton), our runner's block tables call it directly, per instance",
@@ -103,7 +103,7 @@ register_patch(Patch(
 register_patch(Patch(
     name="graph-capture",
     target="vllm.v1.worker.gpu_model_runner:graph_capture",
-    vllm_versions=VLLM_032,
+    vllm_versions=VLLM_033,
     why="GroupCoordinator.graph_capture asserts a CUDA/XPU communicator for TP/PP/DP > 1; "
         "ACL graph capture needs only the side stream",
     check=_is_vllm_graph_capture,
@@ -113,7 +113,7 @@ register_patch(Patch(
 register_patch(Patch(
     name="sleep-accelerator-api",
     target="torch:accelerator",
-    vllm_versions=VLLM_032,
+    vllm_versions=VLLM_033,
     why="vLLM's sleep/wake_up path calls torch.accelerator.synchronize/get_memory_info, which "
         "CPU-only torch refuses",
     check=_has("synchronize", "get_memory_info", "is_available"),
@@ -123,7 +123,7 @@ register_patch(Patch(
 register_patch(Patch(
     name="additional-config-argparse",
     target="vllm.engine.arg_utils:union_dict_and_str",
-    vllm_versions=VLLM_032,
+    vllm_versions=VLLM_033,
     why="vLLM passes a malformed --additional-config through as a string, which fails later "
         "with an opaque validation error; the option's type becomes a strict JSON-object parser",
     check=callable,
@@ -133,7 +133,7 @@ register_patch(Patch(
 register_patch(Patch(
     name="mega-aot-artifact-off",
     target="vllm.envs:environment_variables",
-    vllm_versions=VLLM_032,
+    vllm_versions=VLLM_033,
     why="VLLM_USE_MEGA_AOT_ARTIFACT=1 reloads inductor artifacts our compile backend never "
         "writes; the graph layer sets it to 0 unless the user set it",
     check=lambda env: "VLLM_USE_MEGA_AOT_ARTIFACT" in env,
@@ -142,7 +142,7 @@ register_patch(Patch(
 register_patch(Patch(
     name="lora-moe-monolithic",
     target="vllm.lora.utils:_all_lora_classes",
-    vllm_versions=VLLM_032,
+    vllm_versions=VLLM_033,
     why="vLLM's FusedMoEWithLoRA needs a modular fused-MoE kernel; the Ascend MoE method is "
         "monolithic, so the models layer puts its own expert-LoRA class first (docs/lora.md)",
     check=lambda classes: isinstance(classes, tuple),
@@ -152,7 +152,7 @@ register_patch(Patch(
 register_patch(Patch(
     name="native-omp-wait-policy",
     target="os:environ",
-    vllm_versions=VLLM_032,
+    vllm_versions=VLLM_033,
     why="libgomp reads OMP_WAIT_POLICY when ascend_ops._C loads; PASSIVE keeps its idle threads "
         "off torch's cores; restored right after the import",
     check=lambda env: hasattr(env, "setdefault"),
@@ -161,7 +161,7 @@ register_patch(Patch(
 register_patch(Patch(
     name="simulated-npu-capture-guard",
     target="torch:Tensor",
-    vllm_versions=VLLM_032,
+    vllm_versions=VLLM_033,
     why="a host sync inside simulated NPU graph capture must fail as on the device; "
         "Tensor.tolist/cpu/numpy raise while capturing (docs/simulated-npu.md)",
     check=_has("tolist", "cpu", "numpy"),
@@ -170,7 +170,7 @@ register_patch(Patch(
 register_patch(Patch(
     name="demo-hub-offline",
     target="os:environ",
-    vllm_versions=VLLM_032,
+    vllm_versions=VLLM_033,
     why="the demo checkpoint converter must never reach a model hub (HF_HUB_OFFLINE is read "
         "when huggingface_hub is imported)",
     check=lambda env: hasattr(env, "setdefault"),
@@ -179,7 +179,7 @@ register_patch(Patch(
 register_patch(Patch(
     name="mtp-without-layers",
     target="vllm.config.speculative:SpeculativeConfig.__post_init__",
-    vllm_versions=VLLM_032,
+    vllm_versions=VLLM_033,
     why="vLLM divides by the target's num_nextn_predict_layers while building SpeculativeConfig, "
         "so method mtp on a DeepSeek-V3 without MTP layers fails with ZeroDivisionError instead "
         "of an error naming the option",
@@ -190,7 +190,7 @@ register_patch(Patch(
 register_patch(Patch(
     name="early-option-refusals",
     target="vllm.engine.arg_utils:EngineArgs.create_engine_config",
-    vllm_versions=VLLM_032,
+    vllm_versions=VLLM_033,
     why="vLLM rejects --enable-eplb, --enable-elastic-ep, --enable-cumem-allocator, "
         "--engram-config and --enable-fault-tolerance while building the sub-configs, before any "
         "platform hook, with messages that do not say what to change on Ascend; the refusal "

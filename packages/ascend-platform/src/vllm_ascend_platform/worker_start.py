@@ -156,7 +156,7 @@ def bounded_wait_for_ready(unready_proc_handles: list[Any],
                            timeout_s: float | None = None) -> list[Any]:
     """``WorkerProc.wait_for_ready`` with a bound: wait for each worker's READY message.
 
-    Same contract as vLLM 0.32's (``vllm/v1/executor/multiproc_executor.py``): returns the
+    Same contract as vLLM 0.33's (``vllm/v1/executor/multiproc_executor.py``): returns the
     ready ``WorkerProcHandle`` list ordered by local rank; a worker that reports anything but
     READY, or whose pipe closes (it died), raises ``Exception`` as vLLM does.
 
@@ -219,7 +219,7 @@ def _apply() -> None:
 PATCH = register_patch(Patch(
     name="worker-ready-timeout",
     target=WAIT_FOR_READY,
-    vllm_versions=">=0.32,<0.33",
+    vllm_versions=">=0.33,<0.34",
     why="vLLM waits for the workers' READY messages without a timeout, so a worker stuck in "
         "start-up hangs the engine silently",
     check=_looks_like_vllm_032,

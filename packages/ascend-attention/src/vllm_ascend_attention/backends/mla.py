@@ -197,8 +197,15 @@ class AscendMLAImpl(MLACommonImpl[MLACommonMetadata]):
         nope, rope = kv_layout.split_cache(kv_cache, (self.kv_lora_rank, self.qk_rope_head_dim))
         return nope, rope
 
-    def do_kv_cache_update(self, kv_c_normed, k_pe, kv_cache, slot_mapping, kv_cache_dtype, k_scale):
-        """Write kv_c_normed [T, L] / k_pe [T, 1, R] at ``slot_mapping`` (slots < 0 are padding)."""
+    def do_kv_cache_update(self, kv_c_normed, k_pe, kv_cache, slot_mapping, kv_cache_dtype, k_scale,
+                           skip_scale: bool = False):
+        """Write kv_c_normed [T, L] / k_pe [T, 1, R] at ``slot_mapping`` (slots < 0 are padding).
+
+        Signature of vLLM 0.33's ``MLAAttentionImpl.do_kv_cache_update``
+        (vllm/v1/attention/backend.py). ``skip_scale`` lets an fp8 cache skip the multiplication
+        by a ``k_scale`` of 1.0 (vLLM sets it only for an fp8 ``kv_cache_dtype``); this cache is
+        never quantized (``supported_kv_cache_dtypes`` is ``["auto"]``), so the rows are written
+        as they are and ``kv_cache_dtype``, ``k_scale`` and ``skip_scale`` change nothing."""
         if kv_cache.numel() == 0:
             return
         nope, rope = self._caches(kv_cache)

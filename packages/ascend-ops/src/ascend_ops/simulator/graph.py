@@ -268,8 +268,6 @@ class NPUGraph:
             raise SimulatedNpuError("replay: cannot replay an NPU graph while a capture is underway")
         if getattr(_update, "mode", None) is not None:
             raise SimulatedNpuError("replay: a graph task update is open (call graph_task_update_end first)")
-        from ascend_ops.simulator import runtime
-
         def run():
             plan = self._plan  # as the device finds it: updates that ran before this replay count
             for task in plan:
@@ -278,7 +276,7 @@ class NPUGraph:
             LEDGER.replayed_ops += len(plan)
 
         file, line = _caller(2)
-        streams.QUEUE.enqueue(streams.Work(runtime.current_stream(), f"NPUGraph.replay({id(self):#x})", run,
+        streams.QUEUE.enqueue(streams.Work(streams.current_stream(), f"NPUGraph.replay({id(self):#x})", run,
                                            reads=self._reads, writes=self._writes, site=f"{file}:{line}"))
 
     def reset(self) -> None:
@@ -382,9 +380,7 @@ def graph_task_update_end(stream) -> None:
 
 
 def _current_stream():
-    from ascend_ops.simulator import runtime
-
-    return runtime.current_stream()
+    return streams.current_stream()
 
 
 def _tensors_of(op) -> list:

@@ -85,7 +85,7 @@ def _npu_rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_ne
     coeff = 2 if is_neox_style else int(head_size)
     # [ATB-OP] RopeOperation::ParamCheck: rotaryCoeff must be 2, 4 or cos.shape[1], else
     # "Wrong rotaryCoeff" (seen on A2 as "RopeOperation_0 Wrong rotaryCoeff: 128" for GLM-4,
-    # rotary_dim 64 of head_size 128: vllm-project/vllm-ascend issue 6060 / PR 6310).
+    # rotary_dim 64 of head_size 128: vllm-project/vllm-ascend commit 4230bc8646).
     if coeff not in (2, 4, cos.shape[1]):
         raise SimulatedNpuError(
             f"_npu_rotary_embedding: RopeOperation setup failed: Wrong rotaryCoeff: {coeff} (is_neox_style="

@@ -234,6 +234,9 @@ def current_stream(device=None) -> Stream:
     return getattr(_current, "stream", None) or _default_stream
 
 
+streams.set_current_stream_source(current_stream)
+
+
 def default_stream(device=None) -> Stream:
     return _default_stream
 

@@ -393,8 +393,6 @@ class DeviceMode(TorchDispatchMode):
         kwargs = kwargs or {}
         if QUEUE.running or not QUEUE.pending():
             return func(*args, **kwargs)
-        from ascend_ops.simulator import runtime
-
         tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
         if isinstance(func, torch._ops.HigherOrderOperator):
             written = tensors
@@ -405,7 +403,7 @@ class DeviceMode(TorchDispatchMode):
             found = QUEUE.conflicts(reads, writes)
             if not found:
                 return func(*args, **kwargs)
-            stream = runtime.current_stream()
+            stream = current_stream()
             if schedule() != "eager" and all(w.stream is stream for w in found):
                 queued = _queue_op(func, args, kwargs, stream, found)
                 if queued is not None:
@@ -417,6 +415,17 @@ class DeviceMode(TorchDispatchMode):
 
 _local = threading.local()
 _modes: list[DeviceMode] = []
+_stream_source: list = []  # runtime registers its current_stream() here (streams imports nothing back)
+
+
+def set_current_stream_source(fn) -> None:
+    """Called once by ``runtime``: the function that returns this thread's current stream."""
+    _stream_source[:] = [fn]
+
+
+def current_stream():
+    """This thread's current simulated stream (``runtime.current_stream``)."""
+    return _stream_source[0]()
 
 
 def ensure_mode() -> bool:

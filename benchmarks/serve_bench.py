@@ -18,7 +18,7 @@ dataset with a fixed ``--seed``, ``--ignore-eos``, greedy) against both, at each
   with ``VLLM_ASCEND_EMULATE=1`` (our platform and ops in CPU emulation);
 * ``ours-nobind`` (only with ``--sides``): ours with ``VLLM_CPU_OMP_THREADS_BIND=nobind``, i.e.
   the worker keeps ``OMP_NUM_THREADS`` threads instead of leaving a CPU to the API server and
-  scheduler as vLLM's CPU worker does (``vllm_ascend_platform.host_threads``): the layout before
+  scheduler as vLLM's CPU worker does (``vllm_ascend_platform.host.threads``): the layout before
   that change, for a before/after in one run;
 * ``ours-sync`` (only with ``--sides``): ours with ``--no-async-scheduling``, the scheduling
   vLLM's CPU platform always uses (``vllm/platforms/cpu.py`` turns async scheduling off).

@@ -14,7 +14,7 @@ __version__ = "0.2.0"
 
 def register() -> str | None:
     """Platform plugin entry point: the NPUPlatform qualified name, or None."""
-    from vllm_ascend_platform.plugin import platform_plugin
+    from vllm_ascend_platform.startup.plugin import platform_plugin
 
     return platform_plugin()
 

@@ -85,7 +85,7 @@ def _log(msg: str) -> None:
     print(f"[prepare-demo-model] {msg}", flush=True)
 
 
-# patch: demo-hub-offline (declared in vllm_ascend_platform.patches; docs/architecture.md)
+# patch: demo-hub-offline (declared in vllm_ascend_platform.patches.registry; docs/architecture.md)
 def convert(gguf_path: Path, out_dir: Path) -> Path:
     """Convert ``gguf_path`` into a float32 safetensors checkpoint at ``out_dir``.
 
@@ -151,7 +151,7 @@ def prepare(force: bool = False) -> Path:
     return convert(find_gguf(), out)
 
 
-# patch: demo-hub-offline (declared in vllm_ascend_platform.patches; docs/architecture.md)
+# patch: demo-hub-offline (declared in vllm_ascend_platform.patches.registry; docs/architecture.md)
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="vllm-ascend prepare-demo-model",

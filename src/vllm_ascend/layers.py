@@ -9,13 +9,13 @@ vLLM for other platforms). Otherwise, under one lock, it:
 
 1. checks the installed layers against the meta-package's version ranges
    (layer-skew check) and runs the one vLLM version check over every installed
-   layer (``vllm_ascend_platform.version_check``), naming any mismatch;
+   layer (``vllm_ascend_platform.startup.version_check``), naming any mismatch;
 2. calls each installed layer's ``register`` hook, in the order the layers'
    descriptions give (docs/architecture.md, "The layer contract"); a layer that
    publishes no hook, or whose hook cannot be imported, is an error naming it;
 3. applies the patch registry once, and connects the attention layer's FULL-graph
    parameter-update hook to the graph layer (by published names, see
-   ``vllm_ascend_platform.layers.connect_graph_param_updates``);
+   ``vllm_ascend_platform.startup.layers.connect_graph_param_updates``);
 4. tells the platform which layers were registered in this process, so
    ``startup_check`` can refuse a platform loaded without this plugin.
 """
@@ -43,7 +43,7 @@ def _our_platform_is_current() -> bool:
 
 def _register_layer(desc) -> None:
     """Resolve and call the ``register`` hook ``desc`` (a ``LayerDescription``) publishes."""
-    from vllm_ascend_platform import contract
+    from vllm_ascend_platform.startup import contract
 
     fix = f"reinstall it: pip install packages/ascend-{desc.name}"
     qualname = desc.provides.get("register")
@@ -79,7 +79,8 @@ def register_all_layers() -> dict[str, str]:
             description, or a layer whose register hook cannot be imported.
     """
     global _done
-    from vllm_ascend_platform import contract, layers, patches, plugin, version_check
+    from vllm_ascend_platform.patches import registry as patches
+    from vllm_ascend_platform.startup import contract, layers, plugin, version_check
 
     if not _our_platform_is_current():
         return {}
@@ -102,7 +103,7 @@ def register_all_layers() -> dict[str, str]:
         registered = {desc.name: desc.version for desc in installed}
         patches.apply_patches()
         layers.connect_graph_param_updates()  # attention's FULL-graph update hook -> graph layer
-        from vllm_ascend_platform import sleep_mode
+        from vllm_ascend_platform.worker import sleep_mode
 
         sleep_mode.register()  # the "ascend" SleepModeBackend with vLLM's factory
         plugin.mark_layers_registered(registered)

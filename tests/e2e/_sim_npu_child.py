@@ -84,7 +84,7 @@ def _run(spec: dict, run: dict) -> dict:
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt
     from vllm_ascend_graph import params as graph_params
-    from vllm_ascend_platform.layers import connect_graph_param_updates
+    from vllm_ascend_platform.startup.layers import connect_graph_param_updates
 
     saved = {k: os.environ.get(k) for k in run.get("env", {})}
     os.environ.update(run.get("env", {}))

@@ -15,7 +15,8 @@ import sys
 import types
 
 import pytest
-from vllm_ascend_platform import contract, patches, plugin, version_check
+from vllm_ascend_platform.patches import registry as patches
+from vllm_ascend_platform.startup import contract, plugin, version_check
 
 from vllm_ascend import layers
 

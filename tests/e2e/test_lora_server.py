@@ -11,7 +11,7 @@ are made here by peft with non-zero random A and B (``lora_adapters.py``); expec
 from HF transformers with the adapter merged by peft (float32). Bad adapters are 4xx answers and
 the server keeps serving the other adapters: a rank above ``max_lora_rank`` and an adapter made
 for another model's shapes are 400s naming the problem (the ``lora-load-endpoint`` patch,
-``vllm_ascend_platform/lora_admission.py``; vLLM alone answers 500 / accepts the misfit), a
+``vllm_ascend_platform/options/lora_admission.py``; vLLM alone answers 500 / accepts the misfit), a
 missing path is vLLM's 404. More adapters than ``max_loras`` in flight are queued by vLLM's
 scheduler, not refused: every request returns its own adapter's tokens.
 """

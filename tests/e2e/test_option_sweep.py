@@ -29,9 +29,9 @@ from engine import close_llm, generate_ids, greedy_params, make_llm
 from option_probes import ARG_PROBES, ENV_PROBES, KWARG_PROBES
 from parity import SUMMARY
 from test_server_helpers import emulation_env
-from vllm_ascend_platform import option_support as S
-from vllm_ascend_platform.option_guards import EARLY_ARGS
-from vllm_ascend_platform.option_table import REFUSED
+from vllm_ascend_platform.options import support as S
+from vllm_ascend_platform.options.guards import EARLY_ARGS
+from vllm_ascend_platform.options.table import REFUSED
 
 HERE = Path(__file__).resolve().parent
 N_TOKENS = 8

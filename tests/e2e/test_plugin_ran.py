@@ -67,8 +67,8 @@ def test_platform_is_ours(facts):
 
 
 def test_worker_and_runner_are_ours(facts):
-    assert "vllm_ascend_platform.worker.NPUWorker" in facts["worker"], facts["worker"]
-    assert "vllm_ascend_platform.model_runner.NPUModelRunner" in facts["runner"], facts["runner"]
+    assert "vllm_ascend_platform.worker.worker.NPUWorker" in facts["worker"], facts["worker"]
+    assert "vllm_ascend_platform.worker.model_runner.NPUModelRunner" in facts["runner"], facts["runner"]
 
 
 def test_input_batch_of_the_serving_runner_is_adopted(facts):

@@ -99,7 +99,7 @@ def test_runs_through_our_encoder_only_attention(llm):
     assert llm.llm_engine.vllm_config.model_config.runner_type == "pooling"
     facts = llm.collective_rpc(_attention_facts)[0]
     assert facts["platform"].startswith("vllm_ascend_platform"), facts
-    assert "vllm_ascend_platform.model_runner" in facts["runner"], facts
+    assert "vllm_ascend_platform.worker.model_runner" in facts["runner"], facts
     assert facts["num_layers"] == 6, facts  # all-MiniLM-L6: 6 BERT layers
     assert facts["backends"] == ["vllm_ascend_attention.backends.dense"], facts
     assert facts["impls"] == ["vllm_ascend_attention.backends.dense"], facts

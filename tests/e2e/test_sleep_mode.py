@@ -72,7 +72,7 @@ def _worker(llm):
 
 
 def test_backend_is_ascend(llm, reference):
-    from vllm_ascend_platform.sleep_mode import AscendSleepModeBackend
+    from vllm_ascend_platform.worker.sleep_mode import AscendSleepModeBackend
 
     assert llm.llm_engine.vllm_config.model_config.sleep_mode_backend == "ascend"
     assert isinstance(_worker(llm).sleep_mode_backend, AscendSleepModeBackend)
@@ -175,7 +175,7 @@ def test_host_rss_flat_over_20_cycles(llm, reference):
 
 
 def test_backend_rejects_unknown_tag_and_level():
-    from vllm_ascend_platform.sleep_mode import AscendSleepModeBackend
+    from vllm_ascend_platform.worker.sleep_mode import AscendSleepModeBackend
 
     backend = AscendSleepModeBackend()
     with pytest.raises(ValueError, match="unknown memory tag"):

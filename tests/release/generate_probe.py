@@ -23,7 +23,7 @@ llm = LLM(model=sys.argv[1], dtype="float32", max_model_len=256, enforce_eager=T
 params = SamplingParams(temperature=0.0, max_tokens=request["max_tokens"], ignore_eos=True)
 out = llm.generate([TokensPrompt(prompt_token_ids=request["prompt_ids"])], params, use_tqdm=False)
 
-from vllm_ascend_platform import plugin  # noqa: E402
+from vllm_ascend_platform.startup import plugin  # noqa: E402
 
 platform = type(current_platform)
 print(json.dumps({"tokens": list(out[0].outputs[0].token_ids),

@@ -20,7 +20,7 @@ args = EngineArgs(model=sys.argv[1], dtype="float32", max_model_len=256, enforce
                   gpu_memory_utilization=0.5)
 args.create_engine_config()
 
-from vllm_ascend_platform import plugin  # noqa: E402
+from vllm_ascend_platform.startup import plugin  # noqa: E402
 
 print(json.dumps({"platform": type(current_platform).__qualname__,
                   "module": type(current_platform).__module__,

@@ -3,7 +3,7 @@
 """One layer upgraded alone, from wheels: the layer-skew check at engine start-up.
 
 The meta-package declares which layer versions go together (``vllm-ascend-graph>=0.2,<0.3`` in
-its ``[all]`` extra); ``vllm_ascend_platform.version_check`` compares the installed layers with
+its ``[all]`` extra); ``vllm_ascend_platform.startup.version_check`` compares the installed layers with
 those ranges and the meta-package's general plugin refuses to start on a mismatch, naming the vLLM
 range the layer supports and the one of the layers in range. pip itself does not stop
 ``pip install vllm-ascend-graph==0.3.0`` (the range sits in an extra), which is why the check

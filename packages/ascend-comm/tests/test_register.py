@@ -2,7 +2,7 @@
 # Copyright 2026 The vllm-ascend authors
 """register(), the layer description's published names, and the stateless process-group hook.
 
-The vLLM version check is the platform's (vllm_ascend_platform.version_check), not this layer's.
+The vLLM version check is the platform's (vllm_ascend_platform.startup.version_check), not this layer's.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""``additional_config`` parsing (``vllm_ascend_platform.config``).
+"""``additional_config`` parsing (``vllm_ascend_platform.startup.config``).
 
 Expected keys, defaults and types are the documented options (README.md, the graph layer's
 README and ``GraphOptions``); the upstream keys
@@ -16,8 +16,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from vllm_ascend_platform import config as cfg
-from vllm_ascend_platform.config import AscendConfigError, parse_additional_config
+from vllm_ascend_platform.startup import config as cfg
+from vllm_ascend_platform.startup.config import AscendConfigError, parse_additional_config
 
 #: ``ascend_compilation_config`` is the graph layer's section (its ``GraphOptions``, published in
 #: its description): these cases need that layer installed, which the platform's own session

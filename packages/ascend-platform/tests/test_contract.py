@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import tomllib
 from pydantic import BaseModel
-from vllm_ascend_platform import contract
+from vllm_ascend_platform.startup import contract
 
-PLATFORM_SRC = Path(contract.__file__).parent
+PLATFORM_SRC = Path(contract.__file__).parents[1]
 ROOT = PLATFORM_SRC.parents[3]
 LAYER_MODULES = ("vllm_ascend_attention", "vllm_ascend_comm", "vllm_ascend_graph",
                  "vllm_ascend_models")
@@ -82,7 +82,7 @@ def test_models_registers_after_attention():
 
 @pytest.mark.requires_meta
 def test_ascend_config_has_each_layer_section_once():
-    from vllm_ascend_platform.config import AscendConfig, ascend_config_model
+    from vllm_ascend_platform.startup.config import AscendConfig, ascend_config_model
 
     model = ascend_config_model()
     sections = {d.options.section: d for d in contract.installed_layers() if d.options}
@@ -153,7 +153,7 @@ def test_entry_point_name_must_match_the_description(monkeypatch, fresh_contract
 
 
 def test_a_needed_role_nobody_provides_names_the_role_and_the_install(monkeypatch, fresh_contract):
-    from vllm_ascend_platform import version_check as vc
+    from vllm_ascend_platform.startup import version_check as vc
 
     _fake_entry_points(monkeypatch, {"alpha": _desc("alpha")})
     absent = vc.LayerStatus(vc.Layer("models", "vllm-ascend-models"), None, ">=0.1,<0.2", True)
@@ -167,10 +167,10 @@ def test_a_needed_role_nobody_provides_names_the_role_and_the_install(monkeypatc
 
 
 def test_resolve_names_what_is_missing():
-    assert contract.resolve("vllm_ascend_platform.contract.resolve") is contract.resolve
-    assert contract.resolve("vllm_ascend_platform.contract") is contract
+    assert contract.resolve("vllm_ascend_platform.startup.contract.resolve") is contract.resolve
+    assert contract.resolve("vllm_ascend_platform.startup.contract") is contract
     with pytest.raises(contract.ContractError, match="has no attribute 'nope'"):
-        contract.resolve("vllm_ascend_platform.contract.nope")
+        contract.resolve("vllm_ascend_platform.startup.contract.nope")
     with pytest.raises(contract.ContractError, match="cannot be imported"):
         contract.resolve("no_such_package_xyz.thing")
 
@@ -211,7 +211,7 @@ def test_platform_source_names_no_layer_module():
                       for line, what in _layer_references(path.read_text())]
     assert offenders == [], (
         "the platform reads other layers only through their descriptions "
-        "(vllm_ascend_platform.contract); found: " + "; ".join(offenders))
+        "(vllm_ascend_platform.startup.contract); found: " + "; ".join(offenders))
 
 
 def test_no_layer_reaches_up_into_the_platform():

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 import torch
 from ascend_ops import device
-from vllm_ascend_platform.model_runner import device_stream_api
-from vllm_ascend_platform.patches import patched
+from vllm_ascend_platform.patches.registry import patched
+from vllm_ascend_platform.worker.model_runner import device_stream_api
 
 NAMES = ("Stream", "Event", "current_stream", "stream")
 

@@ -65,7 +65,7 @@ def test_simulated_npu_refuses_float32(dtype, refused):
     from types import SimpleNamespace
 
     import torch
-    from vllm_ascend_platform.config_defaults import check_simulated_dtype
+    from vllm_ascend_platform.startup.config_defaults import check_simulated_dtype
 
     config = SimpleNamespace(model_config=SimpleNamespace(dtype=getattr(torch, dtype)))
     if refused:

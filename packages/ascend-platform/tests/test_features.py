@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""Refused features (``vllm_ascend_platform.features``): each named at start-up, with what to change.
+"""Refused features (``vllm_ascend_platform.options.features``): each named at start-up, with what to change.
 
 Field names checked against vLLM 0.32's VllmConfig / ModelConfig (vllm/config/*.py).
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from vllm_ascend_platform.config import AscendConfig
-from vllm_ascend_platform.features import UnsupportedFeatureError, check_features
+from vllm_ascend_platform.options.features import UnsupportedFeatureError, check_features
+from vllm_ascend_platform.startup.config import AscendConfig
 
 
 def _cfg(**over):
@@ -57,7 +57,7 @@ def test_speculative_decoding_is_served():
 
 
 def test_sleep_mode_is_served():
-    """Sleep mode is built (the "ascend" SleepModeBackend, vllm_ascend_platform.sleep_mode)."""
+    """Sleep mode is built (the "ascend" SleepModeBackend, vllm_ascend_platform.worker.sleep_mode)."""
     check_features(_cfg(enable_sleep_mode=True), AscendConfig())
 
 

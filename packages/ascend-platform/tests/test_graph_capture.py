@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""The runner's ACL graph capture context (``vllm_ascend_platform.graph_capture``).
+"""The runner's ACL graph capture context (``vllm_ascend_platform.worker.graph_capture``).
 
 End to end (TP=2 with graphs on) is ``tests/e2e/test_parallel.py::test_tp2_graph_mode_matches_tp1``;
 here: the scoped substitution, its restore on error, the context it yields and the drift check.
@@ -12,7 +12,7 @@ import importlib
 
 import pytest
 import torch
-from vllm_ascend_platform import graph_capture as gc
+from vllm_ascend_platform.worker import graph_capture as gc
 
 runner = importlib.import_module(gc.RUNNER_MODULE)
 

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""Zeroed host buffers without touching their pages (vllm_ascend_platform.host_memory)."""
+"""Zeroed host buffers without touching their pages (vllm_ascend_platform.host.memory)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import mmap
 
 import pytest
 import torch
-from vllm_ascend_platform import host_memory as hm
+from vllm_ascend_platform.host import memory as hm
 
 
 def _resident_kib() -> int:

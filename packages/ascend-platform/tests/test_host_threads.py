@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""The emulated worker's thread plan (``vllm_ascend_platform.host_threads``) against vLLM's own.
+"""The emulated worker's thread plan (``vllm_ascend_platform.host.threads``) against vLLM's own.
 
 The independent source is vLLM 0.33's ``OMPProcessManager._get_autobind_cpu_ids``
 (``vllm/utils/ompmultiprocessing.py``), run on the same CPU topology with its CPU-list helpers
@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 from vllm.utils import ompmultiprocessing
 from vllm.utils.cpu_resource_utils import LogicalCPUInfo
-from vllm_ascend_platform.host_threads import engine_has_own_process, plan
+from vllm_ascend_platform.host.threads import engine_has_own_process, plan
 
 
 def _vllm_lists(cores: list[tuple[int, int]], world: int, reserve: int, monkeypatch):
@@ -79,7 +79,7 @@ def test_cli_async_scheduling_default(emulate, monkeypatch):
     (resolved to on by ``VllmConfig``) is kept."""
     from vllm.engine.arg_utils import AsyncEngineArgs
     from vllm.utils.argparse_utils import FlexibleArgumentParser
-    from vllm_ascend_platform.config_defaults import emulation_cli_defaults
+    from vllm_ascend_platform.startup.config_defaults import emulation_cli_defaults
 
     monkeypatch.setenv("VLLM_ASCEND_EMULATE", emulate)
     parser = AsyncEngineArgs.add_cli_args(FlexibleArgumentParser())
@@ -97,7 +97,7 @@ def test_engine_args_async_scheduling_default(emulate, asked, monkeypatch):
     and outside emulation nothing changes."""
     from types import SimpleNamespace
 
-    from vllm_ascend_platform.config_defaults import emulation_engine_defaults
+    from vllm_ascend_platform.startup.config_defaults import emulation_engine_defaults
 
     monkeypatch.setenv("VLLM_ASCEND_EMULATE", emulate)
     args = SimpleNamespace(async_scheduling=asked)

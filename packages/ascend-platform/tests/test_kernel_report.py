@@ -8,7 +8,8 @@ from __future__ import annotations
 import logging
 
 import pytest
-from vllm_ascend_platform import config_defaults, kernel_report
+from vllm_ascend_platform.host import kernel_report
+from vllm_ascend_platform.startup import config_defaults
 
 
 @pytest.mark.parametrize("mode", ["emulation", "simulated-npu", None])

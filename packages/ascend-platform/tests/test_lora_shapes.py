@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 peft = pytest.importorskip("peft")
 
-from vllm_ascend_platform.lora_shapes import adapter_mismatches  # noqa: E402
+from vllm_ascend_platform.options.lora_shapes import adapter_mismatches  # noqa: E402
 
 
 def _model(path, hidden: int, arch: str = "llama") -> str:

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import pytest
-from vllm_ascend_platform.memory import KVBudget, KVBudgetError, check_kv_budget
+from vllm_ascend_platform.worker.memory import KVBudget, KVBudgetError, check_kv_budget
 
 GiB = 1 << 30
 

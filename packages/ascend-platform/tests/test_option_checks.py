@@ -10,9 +10,9 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from vllm_ascend_platform import option_support as S
-from vllm_ascend_platform.config import AscendConfig
-from vllm_ascend_platform.features import UnsupportedFeatureError, check_features
+from vllm_ascend_platform.options import support as S
+from vllm_ascend_platform.options.features import UnsupportedFeatureError, check_features
+from vllm_ascend_platform.startup.config import AscendConfig
 
 
 def _cfg(cache_dtype="auto", model_dtype=torch.float32, use_mla=False, **parallel):
@@ -78,7 +78,7 @@ def _cfg_dbo():
 def test_worker_cls_ours_or_auto(monkeypatch):
     _mode(monkeypatch, "emulation")
     cfg = _cfg()
-    cfg.parallel_config.worker_cls = "vllm_ascend_platform.worker.NPUWorker"
+    cfg.parallel_config.worker_cls = "vllm_ascend_platform.worker.worker.NPUWorker"
     check_features(cfg, AscendConfig())
     cfg.parallel_config.worker_cls = "vllm.v1.worker.gpu_worker.Worker"
     with pytest.raises(UnsupportedFeatureError, match="--worker-cls / worker_cls"):

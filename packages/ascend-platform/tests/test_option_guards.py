@@ -9,10 +9,10 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from vllm_ascend_platform import option_guards as G
-from vllm_ascend_platform import option_support as S
-from vllm_ascend_platform.config import AscendConfig
-from vllm_ascend_platform.features import UnsupportedFeatureError, check_features
+from vllm_ascend_platform.options import guards as G
+from vllm_ascend_platform.options import support as S
+from vllm_ascend_platform.options.features import UnsupportedFeatureError, check_features
+from vllm_ascend_platform.startup.config import AscendConfig
 
 EARLY_VALUES = {"enable_eplb": True, "enable_elastic_ep": True, "enable_cumem_allocator": True,
                 "engram_config": SimpleNamespace(), "enable_fault_tolerance": True}
@@ -103,7 +103,7 @@ def test_other_ir_provider_refused_by_name():
 
 
 def test_data_parallel_backend_other_than_mp_refused():
-    from vllm_ascend_platform.features import refused_features
+    from vllm_ascend_platform.options.features import refused_features
 
     cfg = SimpleNamespace(parallel_config=SimpleNamespace(data_parallel_backend="ray"))
     names = [r.feature for r in refused_features(cfg, AscendConfig())]

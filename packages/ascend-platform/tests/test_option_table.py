@@ -13,9 +13,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from vllm_ascend_platform import contract
-from vllm_ascend_platform import option_support as S
-from vllm_ascend_platform.option_table import NOT_OURS, REFUSED, SUPPORTED
+from vllm_ascend_platform.options import support as S
+from vllm_ascend_platform.options.table import NOT_OURS, REFUSED, SUPPORTED
+from vllm_ascend_platform.startup import contract
 
 REPO = Path(__file__).resolve().parents[3]
 #: refused engine arguments whose check lives in features.py REFUSALS (the transfer configs,
@@ -92,5 +92,5 @@ def test_docs_are_the_rendered_table():
     doc = REPO / "docs" / "option-support.md"
     assert doc.read_text(encoding="utf-8") == S.render_markdown(), (
         "docs/option-support.md is stale: run "
-        "`python -m vllm_ascend_platform.option_support > docs/option-support.md`"
+        "`python -m vllm_ascend_platform.options.support > docs/option-support.md`"
     )

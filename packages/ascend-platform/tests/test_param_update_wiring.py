@@ -10,7 +10,7 @@ import sys
 import types
 
 import pytest
-from vllm_ascend_platform import contract, layers
+from vllm_ascend_platform.startup import contract, layers
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
 """Every runtime change to a vLLM/torch object, a process global or an environment variable is
-a declared patch (docs/architecture.md, "Add a patch"; ``vllm_ascend_platform.patches``).
+a declared patch (docs/architecture.md, "Add a patch"; ``vllm_ascend_platform.patches.registry``).
 
 The scan reads the source of every package of the repository (``packages/*/src``, ``src``) with
 :mod:`ast` and finds the kinds of change a patch makes:
@@ -27,7 +27,7 @@ import ast
 import re
 from pathlib import Path
 
-from vllm_ascend_platform import patches
+from vllm_ascend_platform.patches import registry as patches
 
 ROOT = Path(__file__).resolve().parents[3]
 OWN = ("vllm_ascend", "ascend_ops")
@@ -200,7 +200,7 @@ def test_every_patch_site_is_registered():
     unregistered = [f"{f}:{n}: {what}" for f, n, what, mark in sites if mark is None]
     assert not unregistered, (
         "runtime changes outside the patch registry (declare a Patch in "
-        "vllm_ascend_platform.patches and mark the function '# patch: <name>'):\n"
+        "vllm_ascend_platform.patches.registry and mark the function '# patch: <name>'):\n"
         + "\n".join(unregistered))
     unknown = sorted(f"{f}: {mark}" for f, mark in _markers() if mark not in names)
     assert not unknown, f"'# patch:' markers naming no registered patch: {unknown}"

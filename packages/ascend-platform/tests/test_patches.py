@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import pytest
-from vllm_ascend_platform import patches
+from vllm_ascend_platform.patches import registry as patches
 
 
 @pytest.fixture(autouse=True)

@@ -18,9 +18,10 @@ from types import SimpleNamespace
 
 import pytest
 import vllm_ascend_platform
-from vllm_ascend_platform import patches, plugin
-from vllm_ascend_platform.config import AscendConfigError
-from vllm_ascend_platform.features import UnsupportedFeatureError
+from vllm_ascend_platform.options.features import UnsupportedFeatureError
+from vllm_ascend_platform.patches import registry as patches
+from vllm_ascend_platform.startup import plugin
+from vllm_ascend_platform.startup.config import AscendConfigError
 
 
 @pytest.fixture(autouse=True)

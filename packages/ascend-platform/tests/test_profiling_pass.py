@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import pytest
 from vllm.config import CompilationMode
 from vllm.v1.worker.gpu_model_runner import GPUModelRunner
-from vllm_ascend_platform import model_runner as mr
+from vllm_ascend_platform.worker import model_runner as mr
 
 
 @pytest.fixture

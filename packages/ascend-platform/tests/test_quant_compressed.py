@@ -11,7 +11,7 @@ import pytest
 
 ct = pytest.importorskip("compressed_tensors.quantization")
 
-from vllm_ascend_platform.quant_compressed import (  # noqa: E402
+from vllm_ascend_platform.options.quant_compressed import (  # noqa: E402
     UnsupportedCompressedTensorsScheme,
     check_compressed_tensors,
     check_quantization_config,

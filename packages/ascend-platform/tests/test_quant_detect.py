@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from vllm_ascend_platform import quant_detect
+from vllm_ascend_platform.options import quant_detect
 
 
 def test_description_in_a_directory(tmp_path):

@@ -16,8 +16,9 @@ import types
 from types import SimpleNamespace
 
 import pytest
-from vllm_ascend_platform import contract, quant_detect, quant_methods
-from vllm_ascend_platform import version_check as vc
+from vllm_ascend_platform.options import quant_detect, quant_methods
+from vllm_ascend_platform.startup import contract
+from vllm_ascend_platform.startup import version_check as vc
 
 FAKE = "fake_models_layer_for_quant"
 
@@ -76,7 +77,8 @@ def test_without_the_models_layer_nothing_is_served(models_absent):
 
 _PLATFORM_SCRIPT = """
 import importlib.metadata, json, sys, types
-from vllm_ascend_platform import contract, version_check as vc
+from vllm_ascend_platform.startup import contract
+from vllm_ascend_platform.startup import version_check as vc
 mod = types.ModuleType("fake_q")
 mod.METHODS = ("ascend-next", "compressed-tensors")
 mod.LAYER = {"name": "models", "distribution": "vllm-ascend-models", "version": "0.1.0",

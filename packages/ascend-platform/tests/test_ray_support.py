@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 from vllm_ascend_platform import envs
-from vllm_ascend_platform.ray_support import forward_env_to_ray_workers, ray_worker_env_vars
+from vllm_ascend_platform.worker.ray_support import forward_env_to_ray_workers, ray_worker_env_vars
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import torch
 from vllm.v1.sample.logits_processor import LogitsProcessors
 from vllm.v1.sample.metadata import SamplingMetadata
 from vllm.v1.sample.sampler import Sampler
-from vllm_ascend_platform.sampler import AscendSampler
+from vllm_ascend_platform.worker.sampler import AscendSampler
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,7 @@ import inspect
 
 import pytest
 import torch
-from vllm_ascend_platform import spec_decode_kernels as K
+from vllm_ascend_platform.host import spec_decode_kernels as K
 
 PAD = -1
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from vllm_ascend_platform import triton_overrides
-from vllm_ascend_platform.triton_overrides import compute_slot_mapping
+from vllm_ascend_platform.host import triton_overrides
+from vllm_ascend_platform.host.triton_overrides import compute_slot_mapping
 
 FORMS = {"numpy": triton_overrides._slot_mapping_numpy, "torch": triton_overrides._slot_mapping_torch}
 
@@ -103,7 +103,7 @@ def test_runner_switches_only_where_the_override_is_vllms_kernel(monkeypatch):
     from types import SimpleNamespace
 
     from vllm.v1.worker.block_table import SlotMappingMode
-    from vllm_ascend_platform.model_runner import NPUModelRunner
+    from vllm_ascend_platform.worker.model_runner import NPUModelRunner
 
     tables = _multi_group_table([SlotMappingMode.TOKEN_TO_KV_SLOT])
     runner = SimpleNamespace(input_batch=SimpleNamespace(block_table=tables), emulated=False)

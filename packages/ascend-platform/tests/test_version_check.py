@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib.metadata
 
 import pytest
-from vllm_ascend_platform import contract, version_check
+from vllm_ascend_platform.startup import contract, version_check
 
 
 @pytest.fixture(autouse=True)
@@ -77,7 +77,7 @@ def test_message_is_the_documented_one(monkeypatch):
     # comm layer alone installed; the code must produce exactly that text
     from pathlib import Path
 
-    doc = (Path(version_check.__file__).parents[4] / "docs" / "architecture.md").read_text()
+    doc = (Path(version_check.__file__).parents[5] / "docs" / "architecture.md").read_text()
     start = doc.index("`vLLM 0.32.0 is installed")
     quoted = " ".join(doc[start + 1:doc.index("`", start + 1)].split())
     _with_layers(monkeypatch, {**_desc("comm", ">=0.33,<0.34"), "version": "0.2.0"})

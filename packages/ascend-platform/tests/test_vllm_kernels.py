@@ -37,7 +37,7 @@ def _run(env_extra: dict[str, str]) -> subprocess.CompletedProcess:
 
 def test_empty_target_vllm_has_no_compiled_kernels():
     import vllm
-    from vllm_ascend_platform import vllm_kernels
+    from vllm_ascend_platform.host import vllm_kernels
 
     package = Path(vllm.__file__).parent
     assert not list(package.glob("_C*.so")), "the installed vLLM is not an empty-target build"
@@ -56,7 +56,8 @@ _RULE_CHILD = r"""
 import sys
 from vllm.platforms.cpu import CpuPlatform
 from vllm.platforms.interface import Platform
-from vllm_ascend_platform import platform, vllm_kernels
+from vllm_ascend_platform import platform
+from vllm_ascend_platform.host import vllm_kernels
 
 called = []
 vllm_kernels.vllm_has_compiled_kernels = lambda: True  # as a vLLM built with its kernels

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 from vllm.v1.worker.gpu_worker import Worker
-from vllm_ascend_platform.sleep_mode import AscendSleepModeBackend
-from vllm_ascend_platform.worker import NPUWorker
+from vllm_ascend_platform.worker.sleep_mode import AscendSleepModeBackend
+from vllm_ascend_platform.worker.worker import NPUWorker
 
 
 class _Backend(AscendSleepModeBackend):

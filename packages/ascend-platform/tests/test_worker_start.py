@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""Worker start method and the bounded wait for worker READY (``vllm_ascend_platform.worker_start``).
+"""Worker start method and the bounded wait for worker READY (``vllm_ascend_platform.worker.start``).
 
 The hang being fixed is checked at its root here, independently of vLLM: GNU OpenMP (torch's
 intra-op pool on this wheel) leaves a forked child that runs a parallel region waiting for pool
@@ -19,8 +19,9 @@ import time
 from dataclasses import dataclass
 
 import pytest
-from vllm_ascend_platform import patches, worker_start
-from vllm_ascend_platform.worker_start import (
+from vllm_ascend_platform.patches import registry as patches
+from vllm_ascend_platform.worker import start as worker_start
+from vllm_ascend_platform.worker.start import (
     WorkerStartupTimeout,
     bounded_wait_for_ready,
     choose_worker_start_method,
@@ -59,7 +60,7 @@ def test_bad_start_method_names_the_variable():
 def test_config_defaults_choose_spawn(monkeypatch):
     """``check_and_update_config``'s worker step sets the variable vLLM's ``get_mp_context`` reads."""
     from vllm.utils.system_utils import get_mp_context
-    from vllm_ascend_platform import config_defaults
+    from vllm_ascend_platform.startup import config_defaults
 
     monkeypatch.delenv("VLLM_WORKER_MULTIPROC_METHOD", raising=False)
     config_defaults._worker_start_method()
@@ -240,7 +241,7 @@ def test_rendezvous_a_peer_never_joins_names_rank_and_step(tmp_path):
     import datetime
 
     import torch.distributed as dist
-    from vllm_ascend_platform.worker_start import startup_step
+    from vllm_ascend_platform.worker.start import startup_step
 
     store = dist.FileStore(str(tmp_path / "rendezvous"), 2)
     t0 = time.monotonic()
@@ -258,7 +259,7 @@ def test_rendezvous_a_peer_never_joins_names_rank_and_step(tmp_path):
 
 
 def test_other_start_up_errors_pass_through_unchanged():
-    from vllm_ascend_platform.worker_start import startup_step
+    from vllm_ascend_platform.worker.start import startup_step
 
     boom = ValueError("bad dtype")
     with pytest.raises(ValueError) as err:

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import torch
 from vllm.v1.kv_cache_interface import FullAttentionSpec
-from vllm_ascend_platform.model_runner import NPUModelRunner
+from vllm_ascend_platform.worker.model_runner import NPUModelRunner
 
 
 def _runner(layers: dict, num_blocks: int):

@@ -12,7 +12,7 @@ has already forced ``cudagraph_mode`` to NONE and we keep it.
 Decisions (each logged once):
 
 * ``enforce_eager`` (or no model config): nothing to decide; the platform has already made the
-  run eager (its one eager setting, ``vllm_ascend_platform.config_defaults``).
+  run eager (its one eager setting, ``vllm_ascend_platform.startup.config_defaults``).
 * compilation mode ``VLLM_COMPILE``: the compile backend is ours
   (``vllm_ascend_graph.compiler.AscendCompiler``) in place of ``""``, ``"eager"`` or
   ``"inductor"`` (no inductor on Ascend). STOCK_TORCH_COMPILE and DYNAMO_TRACE_ONCE
@@ -39,7 +39,7 @@ _REPLACEABLE_BACKENDS = ("", "eager", "inductor", COMPILER_CLS)
 MEGA_AOT_ENV = "VLLM_USE_MEGA_AOT_ARTIFACT"
 
 
-# patch: mega-aot-artifact-off (declared in vllm_ascend_platform.patches; docs/architecture.md)
+# patch: mega-aot-artifact-off (declared in vllm_ascend_platform.patches.registry; docs/architecture.md)
 def _keep_aot_cache_loadable() -> None:
     """Turn off vLLM's "mega" AOT artifact for our backend (or refuse a user's explicit on).
 

@@ -10,7 +10,7 @@ registered hook with the step's forward context (its attention metadata holds th
 *real* lengths); on NPU the attention layer's hook re-issues the captured operator with
 them (torch_npu's ``graph_task_update_begin/end`` path), in emulation nothing was
 captured and execution is eager. The platform registers the attention layer's hook by
-qualified name (``vllm_ascend_platform.layers.connect_graph_param_updates``).
+qualified name (``vllm_ascend_platform.startup.layers.connect_graph_param_updates``).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ Importing this package stays light (no vLLM, no torch_npu): vLLM's plugin loader
 
 from __future__ import annotations
 
-from vllm_ascend_platform.plugin import AscendStartupError, platform_plugin, startup_check
+from vllm_ascend_platform.startup.plugin import AscendStartupError, platform_plugin, startup_check
 
 __version__ = "0.2.0"
 __all__ = ["AscendStartupError", "platform_plugin", "startup_check", "__version__"]

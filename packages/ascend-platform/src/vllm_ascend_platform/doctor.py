@@ -28,8 +28,9 @@ import json
 import os
 from typing import Any
 
-from vllm_ascend_platform import envs, version_check
-from vllm_ascend_platform.plugin import GENERAL_GROUP, LAYERS_ENTRY, PLATFORM_ENTRY, PLATFORM_GROUP
+from vllm_ascend_platform import envs
+from vllm_ascend_platform.startup import version_check
+from vllm_ascend_platform.startup.plugin import GENERAL_GROUP, LAYERS_ENTRY, PLATFORM_ENTRY, PLATFORM_GROUP
 
 
 def _flag(name: str) -> tuple[bool, str | None]:
@@ -214,7 +215,7 @@ def _unknown_ascend_variables() -> list[str]:
 
 
 def _plugins(mode: str, problems: list[str]) -> dict[str, Any]:
-    from vllm_ascend_platform.plugin import _selection_problems, plugin_selection
+    from vllm_ascend_platform.startup.plugin import _selection_problems, plugin_selection
 
     sel = plugin_selection()
     platform_loads = PLATFORM_ENTRY in sel.loaded.get(PLATFORM_GROUP, [])
@@ -240,7 +241,7 @@ def _plugins(mode: str, problems: list[str]) -> dict[str, Any]:
 
 
 def _patches(vllm_version: str | None) -> list[dict[str, str]]:
-    from vllm_ascend_platform import patches
+    from vllm_ascend_platform.patches import registry as patches
 
     return [{"name": s.patch.name, "target": s.patch.target, "state": s.state, "reason": s.reason,
              "scope": s.patch.scope, "vllm_versions": s.patch.vllm_versions, "why": s.patch.why}
@@ -251,7 +252,7 @@ def _kernels(mode: str, problems: list[str]) -> list[dict[str, str | None]]:
     """Backend per ascend_ops op family in ``mode`` (the engine refuses to start on a problem)."""
     if mode not in ("npu", "emulation", "simulated-npu"):
         return []
-    from vllm_ascend_platform import kernel_report
+    from vllm_ascend_platform.host import kernel_report
 
     requested = None if mode == "npu" else mode
     try:

@@ -37,11 +37,11 @@ SIMULATED = MODE == "simulated-npu"
 #: device tensors are host (CPU) tensors: CPU emulation and simulated NPU
 ON_HOST = EMULATED or SIMULATED
 if EMULATED:
-    from vllm_ascend_platform.patches import apply_patch
+    from vllm_ascend_platform.patches.registry import apply_patch
 
     apply_patch("emulation-host-accelerator")
 elif SIMULATED:  # the simulated torch_npu stands in for the real one (docs/simulated-npu.md)
-    from vllm_ascend_platform.patches import apply_patch
+    from vllm_ascend_platform.patches.registry import apply_patch
 
     apply_patch("simulated-npu")
 else:  # NPU mode: torch_npu registers the npu device (the plugin already checked it imports)
@@ -50,7 +50,7 @@ else:  # NPU mode: torch_npu registers the npu device (the plugin already checke
     _npu_device.load_npu_runtime()
 
 # Everything from another layer comes from that layer's published description
-# (vllm_ascend_platform.contract; docs/architecture.md, "The layer contract").
+# (vllm_ascend_platform.startup.contract; docs/architecture.md, "The layer contract").
 EMULATED_SOC = "Ascend910B (emulated on CPU)"
 
 
@@ -89,7 +89,7 @@ class NPUPlatform(Platform):
         """The quantization methods our layers implement, as the models layer publishes them
         in its description (quant_methods.served; empty without the models layer). The same
         list each time: vLLM's register_quantization_config appends a plugin's method to it."""
-        from vllm_ascend_platform.quant_methods import served
+        from vllm_ascend_platform.options.quant_methods import served
 
         return served()
 
@@ -102,8 +102,8 @@ class NPUPlatform(Platform):
             ValueError: ``quant`` is not served (names the method and the fix).
             MissingLayerError: the models layer is not installed (names its extra).
         """
-        from vllm_ascend_platform.option_support import check_quantization
-        from vllm_ascend_platform.quant_methods import served
+        from vllm_ascend_platform.options.quant_methods import served
+        from vllm_ascend_platform.options.support import check_quantization
 
         check_quantization(quant, served(f"--quantization {quant}"))
 
@@ -177,8 +177,8 @@ class NPUPlatform(Platform):
     def pre_register_and_update(cls, parser: Any = None) -> None:
         """Make ``--additional-config`` parse strictly (malformed JSON fails at parse time);
         in CPU emulation, default ``--async-scheduling`` to off (``emulation_cli_defaults``)."""
-        from vllm_ascend_platform.config_defaults import emulation_cli_defaults
-        from vllm_ascend_platform.patches import apply_patch
+        from vllm_ascend_platform.patches.registry import apply_patch
+        from vllm_ascend_platform.startup.config_defaults import emulation_cli_defaults
 
         apply_patch("additional-config-argparse", parser)
         emulation_cli_defaults(parser)
@@ -192,11 +192,11 @@ class NPUPlatform(Platform):
         """Validate the config for Ascend and install our worker and defaults; with the Ray
         executor, hand our env vars to the Ray workers' runtime env (``ray_support``). An
         msModelSlim checkpoint is served with ``quantization="ascend"`` unasked (quant_detect)."""
-        from vllm_ascend_platform.config_defaults import apply_ascend_defaults
-        from vllm_ascend_platform.quant_compressed import check_compressed_tensors
-        from vllm_ascend_platform.quant_detect import detect_msmodelslim
-        from vllm_ascend_platform.ray_support import forward_env_to_ray_workers
-        from vllm_ascend_platform.sleep_mode import select_default
+        from vllm_ascend_platform.options.quant_compressed import check_compressed_tensors
+        from vllm_ascend_platform.options.quant_detect import detect_msmodelslim
+        from vllm_ascend_platform.startup.config_defaults import apply_ascend_defaults
+        from vllm_ascend_platform.worker.ray_support import forward_env_to_ray_workers
+        from vllm_ascend_platform.worker.sleep_mode import select_default
 
         detect_msmodelslim(vllm_config)
         check_compressed_tensors(vllm_config)
@@ -240,7 +240,7 @@ class NPUPlatform(Platform):
         num_heads: int | None = None,
     ) -> str:
         """Return our backend's class path, as the attention layer's published selector picks it."""
-        from vllm_ascend_platform import contract
+        from vllm_ascend_platform.startup import contract
 
         select = contract.resolve_role("attention_selector", "attention")
         ours = contract.roles_with_prefix("attention_backend.")
@@ -256,7 +256,7 @@ class NPUPlatform(Platform):
     @classmethod
     def get_mla_prefill_backend_cls(cls, mla_selector_config: Any) -> Any:
         """Return the MLA prefill backend class the attention layer publishes."""
-        from vllm_ascend_platform import contract
+        from vllm_ascend_platform.startup import contract
 
         return contract.resolve_role("mla_prefill_backend", "MLA prefill")
 
@@ -272,7 +272,7 @@ class NPUPlatform(Platform):
 
     @classmethod
     def get_device_communicator_cls(cls) -> str:
-        from vllm_ascend_platform import contract
+        from vllm_ascend_platform.startup import contract
 
         return contract.provided("device_communicator", "the device communicator")
 
@@ -287,39 +287,39 @@ class NPUPlatform(Platform):
     ) -> Any:
         """Create a device process group outside torch's global state (data parallel), with the
         function the comm layer publishes."""
-        from vllm_ascend_platform import contract
+        from vllm_ascend_platform.startup import contract
 
         create = contract.resolve_role("stateless_process_group", "stateless process groups")
         return create(backend, prefix_store, group_rank, group_size, timeout)
 
     @classmethod
     def get_punica_wrapper(cls) -> str:
-        from vllm_ascend_platform import contract
+        from vllm_ascend_platform.startup import contract
 
         return contract.provided("punica_wrapper", "LoRA (docs/lora.md)")
 
     @classmethod
     def support_static_graph_mode(cls) -> bool:
         """ACL graphs are available when an installed layer provides the graph wrapper."""
-        from vllm_ascend_platform import contract
+        from vllm_ascend_platform.startup import contract
 
         return contract.provided("static_graph_wrapper") is not None
 
     @classmethod
     def get_static_graph_wrapper_cls(cls) -> str:
-        from vllm_ascend_platform import contract
+        from vllm_ascend_platform.startup import contract
 
         return contract.provided("static_graph_wrapper", "ACL graph capture")
 
     @classmethod
     def get_compile_backend(cls) -> str:
-        from vllm_ascend_platform import contract
+        from vllm_ascend_platform.startup import contract
 
         return contract.provided("compile_backend") or cls.simple_compile_backend
 
     @classmethod
     def get_pass_manager_cls(cls) -> str:
-        from vllm_ascend_platform import contract
+        from vllm_ascend_platform.startup import contract
 
         return contract.provided("pass_manager") or super().get_pass_manager_cls()
 
@@ -341,7 +341,7 @@ class NPUPlatform(Platform):
         models layer publishes)."""
         import vllm.kernels  # noqa: F401
 
-        from vllm_ascend_platform import contract
+        from vllm_ascend_platform.startup import contract
 
         contract.resolve_role("ir_kernels", "the IR-op kernels")()
 
@@ -349,7 +349,7 @@ class NPUPlatform(Platform):
     def get_default_ir_op_priority(cls, vllm_config: VllmConfig) -> Any:
         """Put the ascend-models IR kernels (rms_norm, fused_add_rms_norm) first (the
         ``ir_op_priority`` function the models layer publishes)."""
-        from vllm_ascend_platform import contract
+        from vllm_ascend_platform.startup import contract
 
         return contract.resolve_role("ir_op_priority", "the IR-op priority")(vllm_config)
 
@@ -358,7 +358,7 @@ class NPUPlatform(Platform):
         """vLLM's compiled kernels (``vllm_kernels.py``): none in a vLLM built for the empty
         target; otherwise, on the host, the CPU build this CPU runs (its ``vllm._C`` is
         AVX-512-BF16 only), and on an NPU, vLLM's rule."""
-        from vllm_ascend_platform import vllm_kernels
+        from vllm_ascend_platform.host import vllm_kernels
 
         if not vllm_kernels.vllm_has_compiled_kernels():
             return
@@ -374,7 +374,7 @@ class NPUPlatform(Platform):
         from vllm.triton_utils import HAS_TRITON
 
         if ON_HOST and not HAS_TRITON:
-            from vllm_ascend_platform.triton_overrides import register
+            from vllm_ascend_platform.host.triton_overrides import register
 
             register()
 

@@ -91,7 +91,7 @@ def _layer_class():
     return AscendFusedMoEWithLoRA
 
 
-# patch: lora-moe-monolithic (declared in vllm_ascend_platform.patches; docs/architecture.md)
+# patch: lora-moe-monolithic (declared in vllm_ascend_platform.patches.registry; docs/architecture.md)
 def install_expert_lora() -> bool:
     """Put ``AscendFusedMoEWithLoRA`` first in vLLM's LoRA layer classes
     (``vllm.lora.utils._all_lora_classes``, tried in order by ``from_layer``), so MoE runners

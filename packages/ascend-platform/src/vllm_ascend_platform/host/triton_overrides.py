@@ -53,7 +53,7 @@ def compute_slot_mapping(
     form(max_num_tokens, *tensors, block_table_stride, KV_CACHE_BLOCK_SIZE, PAD_ID)
 
 
-# patch: block-table-direct-slot-mapping (declared in vllm_ascend_platform.patches; docs/architecture.md)
+# patch: block-table-direct-slot-mapping (declared in vllm_ascend_platform.patches.registry; docs/architecture.md)
 def direct_slot_mapping(block_tables: Any) -> int:
     """Let each KV-cache group's ``BlockTable`` of ``block_tables`` (vLLM's
     ``MultiGroupBlockTable``, vllm/v1/worker/block_table.py) call :func:`compute_slot_mapping`
@@ -150,7 +150,7 @@ def register() -> None:
     _registered = True
     from vllm.triton_utils.dispatcher import register_kernels
 
-    from vllm_ascend_platform.spec_decode_kernels import KERNELS as SPEC_DECODE_KERNELS
+    from vllm_ascend_platform.host.spec_decode_kernels import KERNELS as SPEC_DECODE_KERNELS
 
     register_kernels(
         {"vllm.v1.worker.block_table.ComputeSlotMappingKernel.kernel": compute_slot_mapping,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from vllm_ascend_platform.patches import Patch, register_patch
+from vllm_ascend_platform.patches.registry import Patch, register_patch
 
 VLLM_033 = ">=0.33,<0.34"
 ACCELERATOR_CALLS = ("synchronize", "get_memory_info", "empty_cache", "empty_host_cache")
@@ -46,7 +46,7 @@ def _owner(*args: Any) -> None:
 def _is_vllm_graph_capture(obj: Any) -> bool:
     from vllm.distributed import parallel_state
 
-    from vllm_ascend_platform.graph_capture import npu_graph_capture
+    from vllm_ascend_platform.worker.graph_capture import npu_graph_capture
 
     return obj is parallel_state.graph_capture or obj is npu_graph_capture
 
@@ -58,7 +58,7 @@ register_patch(Patch(
     why="CPU-only torch raises from torch.accelerator.synchronize/empty_cache/get_memory_info, "
         "which vLLM calls unconditionally; in emulation the device is the host",
     check=_has(*ACCELERATOR_CALLS),
-    apply=_call("vllm_ascend_platform.emulation.install_host_accelerator"),
+    apply=_call("vllm_ascend_platform.host.emulation.install_host_accelerator"),
     scope="on-demand", when="CPU emulation, when the platform module is imported",
 ))
 register_patch(Patch(
@@ -68,7 +68,7 @@ register_patch(Patch(
     why="the simulated NPU stands in for torch_npu (sys.modules['torch_npu'], torch.npu) and "
         "routes torch.accelerator calls to it (docs/simulated-npu.md)",
     check=_has(*ACCELERATOR_CALLS),
-    apply=_call("vllm_ascend_platform.simulated.install_simulated_npu"),
+    apply=_call("vllm_ascend_platform.host.simulated.install_simulated_npu"),
     scope="on-demand", when="simulated-NPU mode, when the platform module is imported",
 ))
 register_patch(Patch(
@@ -78,7 +78,7 @@ register_patch(Patch(
     why="GPUModelRunner calls torch.cuda.Stream/Event/current_stream/stream and torch.Event "
         "directly; around our runner's calls they resolve to ascend_ops.device",
     check=_has(*CUDA_STREAM_API),
-    apply=_call("vllm_ascend_platform.model_runner.device_stream_api"),
+    apply=_call("vllm_ascend_platform.worker.model_runner.device_stream_api"),
     scope="scoped", when="around NPUModelRunner construction, steps and graph capture",
 ))
 def _slot_mapping_signature(fn: Any) -> bool:
@@ -96,7 +96,7 @@ register_patch(Patch(
         "half of the call's host time each step; where that kernel is our registered override "
         "(host, no Triton), our runner's block tables call it directly, per instance",
     check=_slot_mapping_signature,
-    apply=_call("vllm_ascend_platform.triton_overrides.direct_slot_mapping"),
+    apply=_call("vllm_ascend_platform.host.triton_overrides.direct_slot_mapping"),
     scope="on-demand",
     when="CPU emulation and simulated NPU (override registered), each input batch the runner builds",
 ))
@@ -107,7 +107,7 @@ register_patch(Patch(
     why="GroupCoordinator.graph_capture asserts a CUDA/XPU communicator for TP/PP/DP > 1; "
         "ACL graph capture needs only the side stream",
     check=_is_vllm_graph_capture,
-    apply=_call("vllm_ascend_platform.graph_capture.capture_context"),
+    apply=_call("vllm_ascend_platform.worker.graph_capture.capture_context"),
     scope="scoped", when="around NPUWorker's graph capture",
 ))
 register_patch(Patch(
@@ -117,7 +117,7 @@ register_patch(Patch(
     why="vLLM's sleep/wake_up path calls torch.accelerator.synchronize/get_memory_info, which "
         "CPU-only torch refuses",
     check=_has("synchronize", "get_memory_info", "is_available"),
-    apply=_call("vllm_ascend_platform.worker._accelerator_api"),
+    apply=_call("vllm_ascend_platform.worker.worker._accelerator_api"),
     scope="scoped", when="CPU emulation, around NPUWorker.sleep and wake_up",
 ))
 register_patch(Patch(
@@ -127,7 +127,7 @@ register_patch(Patch(
     why="vLLM passes a malformed --additional-config through as a string, which fails later "
         "with an opaque validation error; the option's type becomes a strict JSON-object parser",
     check=callable,
-    apply=_call("vllm_ascend_platform.config.strict_additional_config_argument"),
+    apply=_call("vllm_ascend_platform.startup.config.strict_additional_config_argument"),
     scope="on-demand", when="NPUPlatform.pre_register_and_update (vLLM hands us its parser)",
 ))
 register_patch(Patch(
@@ -184,7 +184,7 @@ register_patch(Patch(
         "so method mtp on a DeepSeek-V3 without MTP layers fails with ZeroDivisionError instead "
         "of an error naming the option",
     check=callable,
-    apply=_call("vllm_ascend_platform.spec_decode_config.refuse_mtp_without_layers"),
+    apply=_call("vllm_ascend_platform.options.spec_decode.refuse_mtp_without_layers"),
     scope="startup", when="every vLLM process",
 ))
 register_patch(Patch(
@@ -197,6 +197,6 @@ register_patch(Patch(
         "naming the option and the fix runs first (option_guards.py); in CPU emulation an unset "
         "async_scheduling becomes off there, the last point where unset and asked-for differ",
     check=callable,
-    apply=_call("vllm_ascend_platform.option_guards.refuse_before_vllm"),
+    apply=_call("vllm_ascend_platform.options.guards.refuse_before_vllm"),
     scope="startup", when="every vLLM process (refuses only on the Ascend platform)",
 ))

@@ -22,10 +22,10 @@ from vllm.v1.worker.worker_base import CompilationTimes
 from vllm.v1.worker.workspace import init_workspace_manager
 
 from vllm_ascend_platform import envs
-from vllm_ascend_platform.memory import KVBudget, activation_estimate, check_kv_budget
-from vllm_ascend_platform.model_runner import NPUModelRunner
-from vllm_ascend_platform.patches import patched
-from vllm_ascend_platform.worker_start import startup_step
+from vllm_ascend_platform.patches.registry import patched
+from vllm_ascend_platform.worker.memory import KVBudget, activation_estimate, check_kv_budget
+from vllm_ascend_platform.worker.model_runner import NPUModelRunner
+from vllm_ascend_platform.worker.start import startup_step
 
 logger = init_logger("vllm.ascend.worker")
 
@@ -36,7 +36,7 @@ class NPUWorker(Worker):
     def init_device(self) -> None:
         """Bind the device, join the distributed groups and build the model runner."""
         if envs.emulate():
-            from vllm_ascend_platform import host_threads
+            from vllm_ascend_platform.host import threads as host_threads
 
             self.device = torch.device("cpu")
             parallel = self.parallel_config
@@ -78,7 +78,7 @@ class NPUWorker(Worker):
             return
         from ascend_ops.device.tagged_memory import default_pool, reset_default_pool
 
-        from vllm_ascend_platform import sleep_mode
+        from vllm_ascend_platform.worker import sleep_mode
 
         sleep_mode.register()  # also done by the general plugin; idempotent
 
@@ -236,7 +236,7 @@ class NPUWorker(Worker):
             self.compile_or_warm_up_model()
 
 
-# patch: sleep-accelerator-api (declared in vllm_ascend_platform.patches; docs/architecture.md)
+# patch: sleep-accelerator-api (declared in vllm_ascend_platform.patches.registry; docs/architecture.md)
 @contextlib.contextmanager
 def _accelerator_api():
     """In CPU emulation, give vLLM's sleep path the ``torch.accelerator`` calls it makes

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 
-from vllm_ascend_platform import contract, envs
+from vllm_ascend_platform import envs
+from vllm_ascend_platform.startup import contract
 
 #: env switch for the FULL-graph attention parameter update (default on; 0 = negative control)
 PARAM_UPDATE_ENV = "VLLM_ASCEND_GRAPH_PARAM_UPDATE"

@@ -5,7 +5,7 @@
 A request path that is not built must fail when the engine is configured, naming
 the feature and what to change, never mid-request. Each check
 reads a field of vLLM 0.32's ``VllmConfig`` (``vllm/config/vllm.py``) or of
-:class:`~vllm_ascend_platform.config.AscendConfig`.
+:class:`~vllm_ascend_platform.startup.config.AscendConfig`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from vllm_ascend_platform.config import AscendConfig
-from vllm_ascend_platform.option_table import DP_BACKEND_FIX
+from vllm_ascend_platform.options.table import DP_BACKEND_FIX
+from vllm_ascend_platform.startup.config import AscendConfig
 
 
 class UnsupportedFeatureError(NotImplementedError):
@@ -75,8 +75,8 @@ def refused_features(vllm_config: Any, ascend_config: AscendConfig) -> list[Refu
     """The refusals that apply to this configuration (empty when all is supported): the
     features above plus the refused rows of the vLLM option table (option_support.py) and the
     IR-op providers (option_guards.py)."""
-    from vllm_ascend_platform.option_guards import ir_provider_refusal
-    from vllm_ascend_platform.option_support import option_refusals
+    from vllm_ascend_platform.options.guards import ir_provider_refusal
+    from vllm_ascend_platform.options.support import option_refusals
 
     candidates = (*REFUSALS, *option_refusals(), ir_provider_refusal())
     return [r for r in candidates if r.requested(vllm_config, ascend_config)]

@@ -23,7 +23,7 @@ import torch
 _installed = False
 
 
-# patch: emulation-host-accelerator (declared in vllm_ascend_platform.patches; docs/architecture.md)
+# patch: emulation-host-accelerator (declared in vllm_ascend_platform.patches.registry; docs/architecture.md)
 def install_host_accelerator() -> None:
     """Make ``torch.accelerator`` sync/cache calls no-ops (idempotent)."""
     global _installed

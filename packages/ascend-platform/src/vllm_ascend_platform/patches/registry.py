@@ -179,7 +179,7 @@ def _checked(name: str) -> Patch:
     """
     patch = _REGISTRY.get(name)
     if patch is None:
-        raise KeyError(f"no patch named {name!r} is registered in vllm_ascend_platform.patches")
+        raise KeyError(f"no patch named {name!r} is registered in vllm_ascend_platform.patches.registry")
     status = _STATE.get(name)
     if status is None:
         status = _evaluate(patch, _installed_vllm_version())
@@ -256,6 +256,6 @@ def registered_patches() -> list[Patch]:
 
 # Modules that declare patches: each registers its own at import. Imported here, last, so every
 # process that applies patches (the general plugin, ``vllm_ascend.layers``) sees them all.
-import vllm_ascend_platform.lora_admission  # noqa: E402,F401
-import vllm_ascend_platform.patch_declarations  # noqa: E402,F401
-import vllm_ascend_platform.worker_start  # noqa: E402,F401
+import vllm_ascend_platform.options.lora_admission  # noqa: E402,F401
+import vllm_ascend_platform.patches.declarations  # noqa: E402,F401
+import vllm_ascend_platform.worker.start  # noqa: E402,F401

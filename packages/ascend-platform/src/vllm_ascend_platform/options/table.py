@@ -5,7 +5,7 @@
 Each group is (status, evidence, names). ``status`` is ``supported`` (evidence: the test that
 shows it works), ``refused`` (evidence: what to change; our start-up check, option_support.py,
 refuses a non-default value) or ``not ours`` (evidence: why the platform does not affect it).
-Rendered into docs/option-support.md by ``python -m vllm_ascend_platform.option_support``;
+Rendered into docs/option-support.md by ``python -m vllm_ascend_platform.options.support``;
 packages/ascend-platform/tests/test_option_table.py fails when vLLM's lists and this table differ.
 The ``VLLM_*`` environment variables are in option_table_env.py.
 """
@@ -123,7 +123,7 @@ ARG_GROUPS: tuple[tuple[str, str, str], ...] = (
     # its own "ascend" backend (sleep_mode.select_default), any other name would fail only at
     # the first sleep
     (REFUSED, "the Ascend platform frees and restores device memory through its own sleep-mode "
-     "backend (vllm_ascend_platform/sleep_mode.py): leave --sleep-mode-backend at cumem "
+     "backend (vllm_ascend_platform/worker/sleep_mode.py): leave --sleep-mode-backend at cumem "
      "(vLLM's default, which runs as ascend) or pass ascend", "sleep_mode_backend"),
     (REFUSED, "weight/KV offloading to host memory is not built: drop the offload options",
      "cpu_offload_gb cpu_offload_params offload_backend offload_group_size offload_num_in_group "

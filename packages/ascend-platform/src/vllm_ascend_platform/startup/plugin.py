@@ -38,7 +38,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from vllm_ascend_platform import version_check
+from vllm_ascend_platform.startup import version_check
 
 logger = logging.getLogger("vllm.ascend")
 
@@ -272,17 +272,19 @@ def startup_check(vllm_config: Any) -> Any:
     (parsed into this process's AscendConfig) and refused features.
 
     Returns:
-        The parsed :class:`~vllm_ascend_platform.config.AscendConfig`.
+        The parsed :class:`~vllm_ascend_platform.startup.config.AscendConfig`.
 
     Raises:
         AscendStartupError: plugin, version, layer or patch problems (all listed).
         AscendConfigError: ``additional_config`` has an unknown key or a wrong type.
         UnsupportedFeatureError: the configuration asks for a feature not built yet.
     """
-    from vllm_ascend_platform import envs, kernel_report, patches
-    from vllm_ascend_platform.config import init_ascend_config
-    from vllm_ascend_platform.features import check_features
-    from vllm_ascend_platform.spec_decode_config import check_speculative_config
+    from vllm_ascend_platform import envs
+    from vllm_ascend_platform.host import kernel_report
+    from vllm_ascend_platform.options.features import check_features
+    from vllm_ascend_platform.options.spec_decode import check_speculative_config
+    from vllm_ascend_platform.patches import registry as patches
+    from vllm_ascend_platform.startup.config import init_ascend_config
 
     problems = list(_state.problems)
     version_problem = version_check.startup_problem()

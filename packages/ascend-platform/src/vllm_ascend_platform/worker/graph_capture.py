@@ -66,7 +66,7 @@ def check_capture_target() -> None:
         )
 
 
-# patch: graph-capture (declared in vllm_ascend_platform.patches; docs/architecture.md)
+# patch: graph-capture (declared in vllm_ascend_platform.patches.registry; docs/architecture.md)
 @contextlib.contextmanager
 def capture_context() -> Iterator[None]:
     """Within the block, ``GPUModelRunner`` captures through :func:`npu_graph_capture`."""

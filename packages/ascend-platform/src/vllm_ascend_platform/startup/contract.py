@@ -282,7 +282,7 @@ def provided(role: str, needed_by: str | None = None) -> str | None:
         return desc.provides[role]
     if needed_by is None:
         return None
-    from vllm_ascend_platform.version_check import layer_statuses
+    from vllm_ascend_platform.startup.version_check import layer_statuses
 
     absent = [s.layer for s in layer_statuses() if s.version is None]
     listing = ", ".join(f"{layer.dist} (pip install './[{layer.key}]')" for layer in absent)

@@ -30,7 +30,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from vllm_ascend_platform.patches import Patch, register_patch
+from vllm_ascend_platform.patches.registry import Patch, register_patch
 
 logger = logging.getLogger("vllm.ascend")
 
@@ -209,7 +209,7 @@ def _looks_like_vllm_032(target: Any) -> bool:
         WorkerProc, "wait_for_response_handle_ready")
 
 
-# patch: worker-ready-timeout (declared in vllm_ascend_platform.patches; docs/architecture.md)
+# patch: worker-ready-timeout (declared in vllm_ascend_platform.patches.registry; docs/architecture.md)
 def _apply() -> None:
     from vllm.v1.executor.multiproc_executor import WorkerProc
 

@@ -30,8 +30,8 @@ from vllm.v1.utils import CpuGpuBuffer
 from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
 from vllm_ascend_platform import envs
-from vllm_ascend_platform.patch_declarations import CUDA_STREAM_API
-from vllm_ascend_platform.patches import apply_patch, patched
+from vllm_ascend_platform.patches.declarations import CUDA_STREAM_API
+from vllm_ascend_platform.patches.registry import apply_patch, patched
 
 logger = init_logger("vllm.ascend.model_runner")
 
@@ -39,7 +39,7 @@ logger = init_logger("vllm.ascend.model_runner")
 UNMEASURED_PROFILE_TOKENS = 16
 
 
-# patch: device-stream-api (declared in vllm_ascend_platform.patches; docs/architecture.md)
+# patch: device-stream-api (declared in vllm_ascend_platform.patches.registry; docs/architecture.md)
 class device_stream_api:  # noqa: N801  (used as a context-manager function)
     """Route the CUDA stream/event API that GPUModelRunner calls to ``ascend_ops.device``.
 
@@ -86,7 +86,7 @@ class NPUModelRunner(GPUModelRunner):
         self.emulated = envs.emulate()
         self.simulated = envs.simulate_npu()
         if self.simulated:
-            from vllm_ascend_platform.simulated import DeviceHolding
+            from vllm_ascend_platform.host.simulated import DeviceHolding
 
             # what this runner holds on the simulated device, released when it is collected
             self._device_holding = DeviceHolding(self)
@@ -110,7 +110,7 @@ class NPUModelRunner(GPUModelRunner):
         override (on the host without Triton, ``triton_overrides.registered``), its block tables
         call it directly (``triton_overrides.direct_slot_mapping``); on an NPU vLLM launches its
         own kernel as before. In emulation its device buffers become their host twins."""
-        from vllm_ascend_platform import triton_overrides
+        from vllm_ascend_platform.host import triton_overrides
 
         if triton_overrides.registered():
             apply_patch("block-table-direct-slot-mapping", self.input_batch.block_table)
@@ -119,7 +119,7 @@ class NPUModelRunner(GPUModelRunner):
 
     def _ascend_sampler(self) -> nn.Module:
         """vLLM's sampler with greedy picks through ``ascend_ops.greedy_argmax`` (sampler.py)."""
-        from vllm_ascend_platform.sampler import AscendSampler
+        from vllm_ascend_platform.worker.sampler import AscendSampler
 
         return AscendSampler.like(self.sampler)
 
@@ -130,7 +130,7 @@ class NPUModelRunner(GPUModelRunner):
         Raises:
             MissingLayerError: no installed layer provides it (start-up, naming the fix).
         """
-        from vllm_ascend_platform import contract
+        from vllm_ascend_platform.startup import contract
 
         cls = contract.resolve_role("rejection_sampler", "speculative decoding (speculative_config)")
         return cls(self.sampler, self.speculative_config, self.device)
@@ -204,7 +204,7 @@ class NPUModelRunner(GPUModelRunner):
                         device: torch.device) -> nn.Module:
         """vLLM's LoRA wrapping, after refusing LoRA on monolithic MoE experts (ValueError
         naming ``--lora-target-modules``; ``lora_moe.py``)."""
-        from vllm_ascend_platform.lora_moe import refuse_expert_lora
+        from vllm_ascend_platform.options.lora_moe import refuse_expert_lora
 
         refuse_expert_lora(model, vllm_config.lora_config)
         return super().load_lora_model(model, vllm_config, device)
@@ -244,7 +244,7 @@ class NPUModelRunner(GPUModelRunner):
         """vLLM's KV-cache allocation; a KV cache in host memory (CPU emulation, simulated NPU)
         is zeroed without touching its pages (host_memory.py)."""
         if self.device.type == "cpu":
-            from vllm_ascend_platform.host_memory import kv_cache_allocation
+            from vllm_ascend_platform.host.memory import kv_cache_allocation
 
             kv_cache_allocation_context = kv_cache_allocation(kv_cache_allocation_context)
         return super().initialize_kv_cache_tensors(

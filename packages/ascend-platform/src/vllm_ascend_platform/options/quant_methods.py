@@ -6,13 +6,13 @@ The models layer owns these names: it registers its method with vLLM and publish
 ``LAYER`` description, the methods it serves (role ``quantization_methods``) and the one an
 msModelSlim checkpoint is served with (role ``msmodelslim_method``); docs/architecture.md, "The
 layer contract". The platform keeps no copy. Without the models layer nothing is served: a
-quantized checkpoint is refused with :class:`~vllm_ascend_platform.contract.MissingLayerError`,
+quantized checkpoint is refused with :class:`~vllm_ascend_platform.startup.contract.MissingLayerError`,
 which names the extra to install.
 """
 
 from __future__ import annotations
 
-from vllm_ascend_platform import contract
+from vllm_ascend_platform.startup import contract
 
 #: published qualified name -> the list NPUPlatform.supported_quantization hands vLLM. One list
 #: per process: vLLM's ``register_quantization_config`` appends a plugin's method to it in place

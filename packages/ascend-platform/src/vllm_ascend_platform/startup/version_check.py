@@ -91,7 +91,7 @@ class Requirer:
 
 def requirers() -> list[Requirer]:
     """The platform and every installed layer, with their supported vLLM ranges."""
-    from vllm_ascend_platform import contract
+    from vllm_ascend_platform.startup import contract
 
     found = [Requirer(PLATFORM_DIST, _installed_version(PLATFORM_DIST), PLATFORM_VLLM)]
     found += [Requirer(d.distribution, d.version, d.vllm) for d in contract.installed_layers()]
@@ -227,7 +227,7 @@ def declared_ranges(meta_dist: str = META_DIST) -> dict[str, str]:
 def _layer_vllm_ranges() -> dict[str, str]:
     """Distribution name -> the vLLM range it supports, for the platform and every installed
     layer whose description loads (a broken description is reported by the contract check)."""
-    from vllm_ascend_platform import contract
+    from vllm_ascend_platform.startup import contract
 
     ranges = {PLATFORM_DIST: PLATFORM_VLLM}
     try:
@@ -275,7 +275,7 @@ def startup_problem() -> str | None:
     if _verdict is None:
         problem = vllm_version_problem()
         if problem is not None and skip_requested():
-            from vllm_ascend_platform.plugin import log
+            from vllm_ascend_platform.startup.plugin import log
 
             log(logging.WARNING, "vllm-ascend: %s is set: running anyway, unsupported: %s",
                 SKIP_ENV, problem)

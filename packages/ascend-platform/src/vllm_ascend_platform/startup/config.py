@@ -60,7 +60,7 @@ def ascend_config_model() -> type[AscendConfig]:
         ContractError: a section's model cannot be imported, is not a pydantic model, or
             reuses a key of the platform or of another layer.
     """
-    from vllm_ascend_platform import contract
+    from vllm_ascend_platform.startup import contract
 
     fields: dict[str, Any] = {}
     for desc in contract.installed_layers():
@@ -81,7 +81,7 @@ def ascend_config_model() -> type[AscendConfig]:
 
 def layer_sections(ascend_config: AscendConfig) -> dict[str, Any]:
     """Layer name -> its typed options section in ``ascend_config`` (None when it declares none)."""
-    from vllm_ascend_platform import contract
+    from vllm_ascend_platform.startup import contract
 
     return {
         d.name: getattr(ascend_config, d.options.section) if d.options else None
@@ -237,7 +237,7 @@ def get_ascend_config() -> AscendConfig:
             return init_ascend_config(current)
         raise RuntimeError(
             "AscendConfig is not initialised in this process; call "
-            "vllm_ascend_platform.config.init_ascend_config(vllm_config) first."
+            "vllm_ascend_platform.startup.config.init_ascend_config(vllm_config) first."
         )
     return _current
 
@@ -268,7 +268,7 @@ def parse_additional_config_arg(text: str) -> dict:
     return value
 
 
-# patch: additional-config-argparse (declared in vllm_ascend_platform.patches; docs/architecture.md)
+# patch: additional-config-argparse (declared in vllm_ascend_platform.patches.registry; docs/architecture.md)
 def strict_additional_config_argument(parser: Any) -> None:
     """Make ``parser``'s ``--additional-config`` parse strictly (for ``pre_register_and_update``).
 

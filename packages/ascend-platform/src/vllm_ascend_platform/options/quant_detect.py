@@ -67,7 +67,7 @@ def detect_msmodelslim(vllm_config: VllmConfig) -> bool:
         return False
     from vllm.config import VllmConfig
 
-    from vllm_ascend_platform.quant_methods import msmodelslim_method
+    from vllm_ascend_platform.options.quant_methods import msmodelslim_method
 
     method = msmodelslim_method(
         f"serving {model_config.model}, an msModelSlim checkpoint (it holds {DESCRIPTION_FILE})")

@@ -6,7 +6,7 @@ The table (option_table.py, option_table_env.py) classifies every engine argumen
 method, ``--kv-cache-dtype`` choice and ``VLLM_*`` variable read below the engine; this module
 lists the same names from vLLM itself (:func:`vllm_names`), turns the "refused" rows into
 start-up refusals that features.py runs (:func:`option_refusals`), and renders
-docs/option-support.md (``python -m vllm_ascend_platform.option_support > docs/option-support.md``).
+docs/option-support.md (``python -m vllm_ascend_platform.options.support > docs/option-support.md``).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vllm_ascend_platform import option_table as T
-from vllm_ascend_platform.option_table_env import ENV_GROUPS
+from vllm_ascend_platform.options import table as T
+from vllm_ascend_platform.options.table_env import ENV_GROUPS
 
 KINDS = ("engine argument", "quantization", "kv_cache_dtype", "environment variable")
 
@@ -65,7 +65,7 @@ def vllm_names() -> dict[str, set[str]]:
     from vllm.engine.arg_utils import EngineArgs
     from vllm.model_executor.layers.quantization import QUANTIZATION_METHODS
 
-    from vllm_ascend_platform.quant_methods import served
+    from vllm_ascend_platform.options.quant_methods import served
 
     root = Path(vllm.__file__).parent
     found: set[str] = set()
@@ -88,7 +88,7 @@ _SAME = object()  # "equal to a default-constructed instance of the value's own 
 _P, _C, _K, _M = "parallel_config.", "cache_config.", "kernel_config.", "model_config."
 _L, _MB = "lora_config.", "mamba_config."
 _ASCEND_BACKENDS = (None, "ASCEND_ATTN", "ASCEND_MLA")
-_OUR_WORKER = "vllm_ascend_platform.worker.NPUWorker"
+_OUR_WORKER = "vllm_ascend_platform.worker.worker.NPUWorker"
 _SLEEP_BACKEND = "ascend"  # sleep_mode.BACKEND_NAME (that module imports vLLM's allocator)
 
 #: refused engine argument -> (VllmConfig attribute path, the value or test that is fine)
@@ -212,7 +212,7 @@ def flag(name: str) -> str:
 def option_refusals() -> list:
     """features.Refusal objects for every refused engine argument and environment variable
     (kv_cache_dtype: :func:`kv_cache_refusal`; quantization: NPUPlatform.verify_quantization)."""
-    from vllm_ascend_platform.features import Refusal
+    from vllm_ascend_platform.options.features import Refusal
 
     out = []
     for row in rows():
@@ -278,8 +278,8 @@ def render_markdown() -> str:
         "# vLLM option support on Ascend",
         "",
         f"Generated from vLLM {vllm.__version__} and the support table "
-        "(`packages/ascend-platform/src/vllm_ascend_platform/option_table.py`, "
-        "`option_table_env.py`) by `python -m vllm_ascend_platform.option_support > "
+        "(`packages/ascend-platform/src/vllm_ascend_platform/options/table.py`, "
+        "`option_table_env.py`) by `python -m vllm_ascend_platform.options.support > "
         "docs/option-support.md`; `packages/ascend-platform/tests/test_option_table.py` fails when vLLM's lists and "
         "the table differ, `tests/e2e/test_option_sweep.py` starts or refuses each row.",
         "",

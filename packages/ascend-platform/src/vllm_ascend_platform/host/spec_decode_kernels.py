@@ -4,7 +4,7 @@
 
 vLLM's ``EagleProposer`` (``vllm/v1/spec_decode/llm_base_proposer.py``) launches three Triton
 kernels from ``vllm/v1/spec_decode/utils.py`` on every speculative step. Triton has no backend
-here, so :mod:`vllm_ascend_platform.triton_overrides` registers these functions through vLLM's
+here, so :mod:`vllm_ascend_platform.host.triton_overrides` registers these functions through vLLM's
 ``register_kernels`` hook. Each one has the kernel's argument names (the dispatcher forwards by
 name) and the kernel's contract; all are batched tensor ops (no per-request host loop, no device
 read), so they are also legal inside a graph capture.

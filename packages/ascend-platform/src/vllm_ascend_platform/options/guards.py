@@ -33,8 +33,8 @@ IR_FIX = ("name only the providers 'ascend' and 'native' in --ir-op-priority / "
 
 def early_refusals() -> list:
     """features.Refusal objects for :data:`EARLY_ARGS`, read from an ``EngineArgs``."""
-    from vllm_ascend_platform import option_support as S
-    from vllm_ascend_platform.features import Refusal
+    from vllm_ascend_platform.options import support as S
+    from vllm_ascend_platform.options.features import Refusal
 
     fixes = {r.name: r.evidence for r in S.rows() if r.kind == S.KINDS[0]}
 
@@ -49,7 +49,7 @@ def early_refusals() -> list:
 def check_engine_args(engine_args: Any) -> None:
     """Raise features.UnsupportedFeatureError when ``engine_args`` asks for an
     :data:`EARLY_ARGS` option (listing each with its fix)."""
-    from vllm_ascend_platform.features import raise_refused
+    from vllm_ascend_platform.options.features import raise_refused
 
     raise_refused([r for r in early_refusals() if r.requested(engine_args, None)])
 
@@ -60,7 +60,7 @@ def _ascend_is_current() -> bool:
     return type(current_platform).__module__.startswith("vllm_ascend_platform")
 
 
-# patch: early-option-refusals (declared in vllm_ascend_platform.patches; docs/architecture.md)
+# patch: early-option-refusals (declared in vllm_ascend_platform.patches.registry; docs/architecture.md)
 def refuse_before_vllm() -> None:
     """Wrap ``EngineArgs.create_engine_config`` (:func:`wrap_create_engine_config`). Idempotent."""
     from vllm.engine.arg_utils import EngineArgs
@@ -75,7 +75,7 @@ def wrap_create_engine_config(original: Any) -> Any:
     """``original`` (vLLM's ``EngineArgs.create_engine_config``) preceded, on the Ascend platform,
     by :func:`check_engine_args` and ``config_defaults.emulation_engine_defaults`` (other
     platforms: unchanged)."""
-    from vllm_ascend_platform.config_defaults import emulation_engine_defaults
+    from vllm_ascend_platform.startup.config_defaults import emulation_engine_defaults
 
     def create_engine_config(self: Any, *args: Any, **kwargs: Any) -> Any:
         if _ascend_is_current():
@@ -105,7 +105,7 @@ def foreign_ir_providers(vllm_config: Any) -> list[str]:
 
 def ir_provider_refusal():
     """The features.Refusal for IR-op providers that do not run on Ascend."""
-    from vllm_ascend_platform.features import Refusal
+    from vllm_ascend_platform.options.features import Refusal
 
     return Refusal("--ir-op-priority / kernel_config.ir_op_priority (provider not on Ascend)",
                    lambda c, _a: bool(foreign_ir_providers(c)), IR_FIX)

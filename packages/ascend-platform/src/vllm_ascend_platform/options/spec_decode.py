@@ -69,7 +69,7 @@ def _no_mtp_layers(method: str, target: Any) -> SpeculativeConfigError:
 MTP_METHODS = ("mtp", "deepseek_mtp")
 
 
-# patch: mtp-without-layers (declared in vllm_ascend_platform.patches; docs/architecture.md)
+# patch: mtp-without-layers (declared in vllm_ascend_platform.patches.registry; docs/architecture.md)
 def refuse_mtp_without_layers() -> None:
     """Check MTP's layer count before vLLM's ``SpeculativeConfig.__post_init__`` runs.
 

@@ -36,7 +36,7 @@ _installed = False
 SIMULATED_DEVICES = 8
 
 
-# patch: simulated-npu (declared in vllm_ascend_platform.patches; docs/architecture.md)
+# patch: simulated-npu (declared in vllm_ascend_platform.patches.registry; docs/architecture.md)
 def install_simulated_npu() -> Any:
     """Install the simulator and the ``torch.accelerator`` stand-ins (idempotent).
 

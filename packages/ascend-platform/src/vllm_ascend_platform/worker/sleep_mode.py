@@ -160,7 +160,7 @@ def _graphs_hold_addresses() -> bool:
 
 def _drop_captured_graphs() -> bool:
     """Restored tensors moved: forget captured ACL graphs. Returns True when there were any."""
-    from vllm_ascend_platform import contract
+    from vllm_ascend_platform.startup import contract
 
     name = contract.provided("static_graph_wrapper")  # the graph layer's published wrapper
     if name is None:  # graph layer absent: no graphs were captured

@@ -26,7 +26,7 @@ import inspect
 import os
 from typing import Any
 
-from vllm_ascend_platform.patches import Patch, register_patch
+from vllm_ascend_platform.patches.registry import Patch, register_patch
 
 TARGET = "vllm.v1.engine.input_processor:InputProcessor._validate_lora"
 _checked: set[tuple[str, int]] = set()
@@ -43,7 +43,7 @@ def check_adapter(lora_request: Any, lora_config: Any, model: str | None = None)
     from vllm.exceptions import VLLMValidationError
     from vllm.lora.peft_helper import PEFTHelper
 
-    from vllm_ascend_platform.lora_shapes import adapter_mismatches
+    from vllm_ascend_platform.options.lora_shapes import adapter_mismatches
 
     path = os.path.expanduser(lora_request.lora_path)
     key = (path, lora_request.lora_int_id)
@@ -74,7 +74,7 @@ def _looks_like_vllm_032(target: Any) -> bool:
     return list(inspect.signature(target).parameters) == ["self", "lora_request"]
 
 
-# patch: lora-admission (declared in vllm_ascend_platform.patches; docs/architecture.md)
+# patch: lora-admission (declared in vllm_ascend_platform.patches.registry; docs/architecture.md)
 def _apply() -> None:
     from vllm.v1.engine.input_processor import InputProcessor
 
@@ -111,7 +111,7 @@ def _looks_like_load_check(target: Any) -> bool:
             and list(inspect.signature(target).parameters) == ["self", "request"])
 
 
-# patch: lora-load-endpoint (declared in vllm_ascend_platform.patches; docs/architecture.md)
+# patch: lora-load-endpoint (declared in vllm_ascend_platform.patches.registry; docs/architecture.md)
 def _apply_load_check() -> None:
     from http import HTTPStatus
 

@@ -19,7 +19,7 @@ from vllm_ascend_platform import envs
 if TYPE_CHECKING:
     from vllm.config import VllmConfig
 
-    from vllm_ascend_platform.config import AscendConfig
+    from vllm_ascend_platform.startup.config import AscendConfig
 
 logger = init_logger("vllm.ascend.config")
 
@@ -29,7 +29,7 @@ def apply_ascend_defaults(platform_cls: type, vllm_config: VllmConfig) -> None:
     Raises:
         RuntimeError / ValueError: from the front-door checks, naming what to change.
     """
-    from vllm_ascend_platform.plugin import startup_check
+    from vllm_ascend_platform.startup.plugin import startup_check
 
     ascend_config = startup_check(vllm_config)
     if envs.simulate_npu():
@@ -86,7 +86,7 @@ def _check_block_size(vllm_config: VllmConfig) -> None:
     from vllm.utils.import_utils import resolve_obj_by_qualname
     from vllm.v1.attention.backend import MultipleOf
 
-    from vllm_ascend_platform import contract
+    from vllm_ascend_platform.startup import contract
 
     select = contract.resolve_role("attention_selector", "attention")
     path = select(SimpleNamespace(use_mla=getattr(model, "use_mla", False), use_sparse=False))
@@ -110,14 +110,14 @@ def _check_block_size(vllm_config: VllmConfig) -> None:
 def _install_worker(vllm_config: VllmConfig) -> None:
     parallel = vllm_config.parallel_config
     if parallel.worker_cls == "auto":
-        parallel.worker_cls = "vllm_ascend_platform.worker.NPUWorker"
+        parallel.worker_cls = "vllm_ascend_platform.worker.worker.NPUWorker"
     # --enable-dbo never reaches here: startup_check refuses it by name (option_table.py).
 
 
 def _worker_start_method() -> None:
     """Engine-core, worker and DP processes start with spawn, never fork (vLLM's CPU/XPU
     platforms do the same; why: ``worker_start`` and docs/worker-start.md)."""
-    from vllm_ascend_platform.worker_start import choose_worker_start_method
+    from vllm_ascend_platform.worker.start import choose_worker_start_method
 
     choose_worker_start_method()
 
@@ -166,7 +166,7 @@ def _eager_when_no_graphs(vllm_config: VllmConfig) -> None:
     """
     from vllm.config import CompilationMode, CUDAGraphMode
 
-    from vllm_ascend_platform import contract
+    from vllm_ascend_platform.startup import contract
 
     model = vllm_config.model_config
     graphs = contract.provided("static_graph_wrapper") is not None
@@ -190,8 +190,8 @@ def _configure_layers(vllm_config: VllmConfig, ascend_config: AscendConfig) -> N
     """Hand each installed layer its typed options section through its ``configure`` hook
     (docs/architecture.md, "The layer contract"): graph and compile settings (graph layer),
     the CustomOps kept enabled (models layer)."""
-    from vllm_ascend_platform import contract
-    from vllm_ascend_platform.config import layer_sections
+    from vllm_ascend_platform.startup import contract
+    from vllm_ascend_platform.startup.config import layer_sections
 
     sections = layer_sections(ascend_config)
     for desc in contract.installed_layers():
@@ -203,8 +203,8 @@ def _log_startup_line(platform_cls: Any, vllm_config: VllmConfig) -> None:
     import torch
     import vllm
 
-    from vllm_ascend_platform import kernel_report
-    from vllm_ascend_platform.version_check import layer_statuses
+    from vllm_ascend_platform.host import kernel_report
+    from vllm_ascend_platform.startup.version_check import layer_statuses
 
     layers = ", ".join(f"{s.layer.dist} {s.version or 'absent'}" for s in layer_statuses())
     mode = {"emulation": "CPU emulation", "simulated-npu": "simulated NPU"}.get(

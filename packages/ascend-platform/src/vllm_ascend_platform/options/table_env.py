@@ -11,7 +11,7 @@ refused when it is set to anything but its default (the group's ``default`` stri
 
 from __future__ import annotations
 
-from vllm_ascend_platform.option_table import NOT_OURS, REFUSED
+from vllm_ascend_platform.options.table import NOT_OURS, REFUSED
 
 _CUDA = "selects a CUDA/ROCm/XPU/CPU-backend kernel, library or transport; not consulted on Ascend"
 _VLLM = ("vLLM's own Python above the device seam (runner bookkeeping, sampler, model and "

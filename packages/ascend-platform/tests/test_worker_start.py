@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 import pytest
 from vllm_ascend_platform.patches import registry as patches
-from vllm_ascend_platform.worker import start as worker_start
 from vllm_ascend_platform.worker.start import (
     WorkerStartupTimeout,
     bounded_wait_for_ready,
@@ -222,7 +221,7 @@ def test_patch_is_declared_and_applies_to_vllm_033():
 
     declared = {p.name: p for p in patches.registered_patches()}
     patch = declared["worker-ready-timeout"]
-    assert patch is worker_start.PATCH
+    assert patch.target == "vllm.v1.executor.multiproc_executor:WorkerProc.wait_for_ready"
     status = patches._evaluate(patch, "0.33.0")
     assert status.state == patches.PENDING, status.reason
     assert patches._evaluate(patch, "0.32.0").state == patches.SKIPPED

@@ -26,9 +26,6 @@ import inspect
 import os
 from typing import Any
 
-from vllm_ascend_platform.patches.registry import Patch, register_patch
-
-TARGET = "vllm.v1.engine.input_processor:InputProcessor._validate_lora"
 _checked: set[tuple[str, int]] = set()
 
 
@@ -68,14 +65,14 @@ def check_adapter(lora_request: Any, lora_config: Any, model: str | None = None)
     _checked.add(key)
 
 
-def _looks_like_vllm_032(target: Any) -> bool:
+def looks_like_validate_lora(target: Any) -> bool:
     if getattr(target, "_ascend_lora_admission", False):
         return True
     return list(inspect.signature(target).parameters) == ["self", "lora_request"]
 
 
 # patch: lora-admission (declared in vllm_ascend_platform.patches.registry; docs/architecture.md)
-def _apply() -> None:
+def apply_validate_lora() -> None:
     from vllm.v1.engine.input_processor import InputProcessor
 
     upstream = InputProcessor._validate_lora
@@ -89,22 +86,10 @@ def _apply() -> None:
     InputProcessor._validate_lora = _validate_lora
 
 
-PATCH = register_patch(Patch(
-    name="lora-admission",
-    target=TARGET,
-    vllm_versions=">=0.33,<0.34",
-    why="vLLM checks a LoRA adapter only when a model step loads it, and the failing request "
-        "then fails every later step, so the engine stops serving",
-    check=_looks_like_vllm_032,
-    apply=_apply,
-))
 
 
-LOAD_TARGET = ("vllm.entrypoints.openai.models.serving:"
-               "OpenAIServingModels._check_load_lora_adapter_request")
 
-
-def _looks_like_load_check(target: Any) -> bool:
+def looks_like_load_check(target: Any) -> bool:
     if getattr(target, "_ascend_lora_admission", False):
         return True
     return (inspect.iscoroutinefunction(target)
@@ -112,7 +97,7 @@ def _looks_like_load_check(target: Any) -> bool:
 
 
 # patch: lora-load-endpoint (declared in vllm_ascend_platform.patches.registry; docs/architecture.md)
-def _apply_load_check() -> None:
+def apply_load_check() -> None:
     from http import HTTPStatus
 
     from vllm.entrypoints.openai.models.serving import OpenAIServingModels
@@ -137,14 +122,3 @@ def _apply_load_check() -> None:
 
     _check_load_lora_adapter_request._ascend_lora_admission = True  # type: ignore[attr-defined]
     OpenAIServingModels._check_load_lora_adapter_request = _check_load_lora_adapter_request
-
-
-LOAD_PATCH = register_patch(Patch(
-    name="lora-load-endpoint",
-    target=LOAD_TARGET,
-    vllm_versions=">=0.33,<0.34",
-    why="vLLM's /v1/load_lora_adapter answers a rank above max_lora_rank with a 500 and accepts "
-        "an adapter of another model's shapes, which then fails a model step",
-    check=_looks_like_load_check,
-    apply=_apply_load_check,
-))

@@ -4,7 +4,6 @@
 
 Each entry names the function that makes the change by its qualified name, imported only when
 the patch is applied, so importing the registry stays cheap (no model runner, no simulator).
-Two patches declare their own entry next to their code: ``lora_admission`` and ``worker_start``.
 The functions that make a change carry a ``# patch: <name>`` marker with the name used here;
 the platform's source scan (``tests/test_patch_scan.py``) checks both directions.
 """
@@ -14,9 +13,14 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from vllm_ascend_platform.patches.registry import Patch, register_patch
+from vllm_ascend_platform.patches.patch import Patch
 
 VLLM_033 = ">=0.33,<0.34"
+_DECLARED: list[Patch] = []
+
+
+def _declare(patch: Patch) -> None:
+    _DECLARED.append(patch)
 ACCELERATOR_CALLS = ("synchronize", "get_memory_info", "empty_cache", "empty_host_cache")
 CUDA_STREAM_API = ("Stream", "Event", "current_stream", "stream")
 
@@ -51,7 +55,7 @@ def _is_vllm_graph_capture(obj: Any) -> bool:
     return obj is parallel_state.graph_capture or obj is npu_graph_capture
 
 
-register_patch(Patch(
+_declare(Patch(
     name="emulation-host-accelerator",
     target="torch:accelerator",
     vllm_versions=VLLM_033,
@@ -61,7 +65,7 @@ register_patch(Patch(
     apply=_call("vllm_ascend_platform.host.emulation.install_host_accelerator"),
     scope="on-demand", when="CPU emulation, when the platform module is imported",
 ))
-register_patch(Patch(
+_declare(Patch(
     name="simulated-npu",
     target="torch:accelerator",
     vllm_versions=VLLM_033,
@@ -71,7 +75,7 @@ register_patch(Patch(
     apply=_call("vllm_ascend_platform.host.simulated.install_simulated_npu"),
     scope="on-demand", when="simulated-NPU mode, when the platform module is imported",
 ))
-register_patch(Patch(
+_declare(Patch(
     name="device-stream-api",
     target="torch:cuda",
     vllm_versions=VLLM_033,
@@ -88,7 +92,7 @@ def _slot_mapping_signature(fn: Any) -> bool:
         "self", "num_reqs", "query_start_loc", "positions"]
 
 
-register_patch(Patch(
+_declare(Patch(
     name="block-table-direct-slot-mapping",
     target="vllm.v1.worker.block_table:BlockTable.compute_slot_mapping",
     vllm_versions=VLLM_033,
@@ -100,7 +104,7 @@ register_patch(Patch(
     scope="on-demand",
     when="CPU emulation and simulated NPU (override registered), each input batch the runner builds",
 ))
-register_patch(Patch(
+_declare(Patch(
     name="graph-capture",
     target="vllm.v1.worker.gpu_model_runner:graph_capture",
     vllm_versions=VLLM_033,
@@ -110,7 +114,7 @@ register_patch(Patch(
     apply=_call("vllm_ascend_platform.worker.graph_capture.capture_context"),
     scope="scoped", when="around NPUWorker's graph capture",
 ))
-register_patch(Patch(
+_declare(Patch(
     name="sleep-accelerator-api",
     target="torch:accelerator",
     vllm_versions=VLLM_033,
@@ -120,7 +124,7 @@ register_patch(Patch(
     apply=_call("vllm_ascend_platform.worker.worker._accelerator_api"),
     scope="scoped", when="CPU emulation, around NPUWorker.sleep and wake_up",
 ))
-register_patch(Patch(
+_declare(Patch(
     name="additional-config-argparse",
     target="vllm.engine.arg_utils:union_dict_and_str",
     vllm_versions=VLLM_033,
@@ -130,7 +134,7 @@ register_patch(Patch(
     apply=_call("vllm_ascend_platform.startup.config.strict_additional_config_argument"),
     scope="on-demand", when="NPUPlatform.pre_register_and_update (vLLM hands us its parser)",
 ))
-register_patch(Patch(
+_declare(Patch(
     name="mega-aot-artifact-off",
     target="vllm.envs:environment_variables",
     vllm_versions=VLLM_033,
@@ -139,7 +143,7 @@ register_patch(Patch(
     check=lambda env: "VLLM_USE_MEGA_AOT_ARTIFACT" in env,
     apply=_owner, scope="owner", when="graph layer, configuring the execution mode",
 ))
-register_patch(Patch(
+_declare(Patch(
     name="lora-moe-monolithic",
     target="vllm.lora.utils:_all_lora_classes",
     vllm_versions=VLLM_033,
@@ -149,7 +153,7 @@ register_patch(Patch(
     apply=_owner, scope="owner",
     when="models layer, the Ascend MoE method built with LoRA enabled",
 ))
-register_patch(Patch(
+_declare(Patch(
     name="native-omp-wait-policy",
     target="os:environ",
     vllm_versions=VLLM_033,
@@ -158,7 +162,7 @@ register_patch(Patch(
     check=lambda env: hasattr(env, "setdefault"),
     apply=_owner, scope="owner", when="ascend_ops, first load of the native kernels",
 ))
-register_patch(Patch(
+_declare(Patch(
     name="simulated-npu-capture-guard",
     target="torch:Tensor",
     vllm_versions=VLLM_033,
@@ -167,7 +171,7 @@ register_patch(Patch(
     check=_has("tolist", "cpu", "numpy"),
     apply=_owner, scope="owner", when="ascend_ops simulator, during graph capture",
 ))
-register_patch(Patch(
+_declare(Patch(
     name="demo-hub-offline",
     target="os:environ",
     vllm_versions=VLLM_033,
@@ -176,7 +180,7 @@ register_patch(Patch(
     check=lambda env: hasattr(env, "setdefault"),
     apply=_owner, scope="owner", when="vllm_ascend.demo_model (its own process)",
 ))
-register_patch(Patch(
+_declare(Patch(
     name="mtp-without-layers",
     target="vllm.config.speculative:SpeculativeConfig.__post_init__",
     vllm_versions=VLLM_033,
@@ -187,7 +191,7 @@ register_patch(Patch(
     apply=_call("vllm_ascend_platform.options.spec_decode.refuse_mtp_without_layers"),
     scope="startup", when="every vLLM process",
 ))
-register_patch(Patch(
+_declare(Patch(
     name="early-option-refusals",
     target="vllm.engine.arg_utils:EngineArgs.create_engine_config",
     vllm_versions=VLLM_033,
@@ -200,3 +204,36 @@ register_patch(Patch(
     apply=_call("vllm_ascend_platform.options.guards.refuse_before_vllm"),
     scope="startup", when="every vLLM process (refuses only on the Ascend platform)",
 ))
+
+
+_declare(Patch(
+    name="lora-admission",
+    target="vllm.v1.engine.input_processor:InputProcessor._validate_lora",
+    vllm_versions=VLLM_033,
+    why="vLLM checks a LoRA adapter only when a model step loads it, and the failing request "
+        "then fails every later step, so the engine stops serving",
+    check=_call("vllm_ascend_platform.options.lora_admission.looks_like_validate_lora"),
+    apply=_call("vllm_ascend_platform.options.lora_admission.apply_validate_lora"),
+))
+_declare(Patch(
+    name="lora-load-endpoint",
+    target=("vllm.entrypoints.openai.models.serving:"
+            "OpenAIServingModels._check_load_lora_adapter_request"),
+    vllm_versions=VLLM_033,
+    why="vLLM's /v1/load_lora_adapter answers a rank above max_lora_rank with a 500 and accepts "
+        "an adapter of another model's shapes, which then fails a model step",
+    check=_call("vllm_ascend_platform.options.lora_admission.looks_like_load_check"),
+    apply=_call("vllm_ascend_platform.options.lora_admission.apply_load_check"),
+))
+_declare(Patch(
+    name="worker-ready-timeout",
+    target="vllm.v1.executor.multiproc_executor:WorkerProc.wait_for_ready",
+    vllm_versions=VLLM_033,
+    why="vLLM waits for the workers' READY messages without a timeout, so a worker stuck in "
+        "start-up hangs the engine silently",
+    check=_call("vllm_ascend_platform.worker.start.looks_like_vllm_wait_for_ready"),
+    apply=_call("vllm_ascend_platform.worker.start.apply_ready_timeout"),
+))
+
+DECLARATIONS: tuple[Patch, ...] = tuple(_DECLARED)
+"""Every patch the platform declares, in declaration order (the registry registers them all)."""

@@ -27,45 +27,17 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from packaging.specifiers import SpecifierSet
 
+from vllm_ascend_platform.patches.declarations import DECLARATIONS
+from vllm_ascend_platform.patches.patch import SCOPES, Patch
+
 logger = logging.getLogger("vllm.ascend")
 
 APPLIED, SKIPPED, DRIFTED, PENDING = "applied", "skipped", "drifted", "pending"
-SCOPES = ("startup", "on-demand", "scoped", "owner")
-
-
-@dataclass(frozen=True)
-class Patch:
-    """One declared patch of a vLLM symbol.
-
-    Attributes:
-        name: short unique id, e.g. ``"sampler-cpu-path"``.
-        target: the patched symbol as ``"module:attr.path"`` (``"vllm.x.y:Class.method"``).
-        vllm_versions: PEP 440 specifier of vLLM versions it was written for (``">=0.33,<0.34"``).
-        why: one sentence on why upstream cannot be used as is.
-        check: called with the current target object; True when it still looks as expected.
-        apply: installs the patch. ``"startup"``: called once with no argument;
-            ``"on-demand"``: called with :func:`apply_patch`'s arguments; ``"scoped"``: returns
-            a context manager that installs the change on entry and undoes it on exit;
-            ``"owner"``: not called by the registry (its owner applies it).
-        scope: ``"startup"`` (default), ``"on-demand"``, ``"scoped"`` or ``"owner"`` (module
-            docstring).
-        when: for doctor, the condition under which it is applied (``"CPU emulation only"``).
-    """
-
-    name: str
-    target: str
-    vllm_versions: str
-    why: str
-    check: Callable[[Any], bool]
-    apply: Callable[..., Any]
-    scope: str = "startup"
-    when: str = "every vLLM process"
 
 
 @dataclass(frozen=True)
@@ -254,8 +226,8 @@ def registered_patches() -> list[Patch]:
     return list(_REGISTRY.values())
 
 
-# Modules that declare patches: each registers its own at import. Imported here, last, so every
-# process that applies patches (the general plugin, ``vllm_ascend.layers``) sees them all.
-import vllm_ascend_platform.options.lora_admission  # noqa: E402,F401
-import vllm_ascend_platform.patches.declarations  # noqa: E402,F401
-import vllm_ascend_platform.worker.start  # noqa: E402,F401
+# Every declared patch, registered when the registry is first imported. The declarations are data
+# (patches/declarations.py): they name the functions that make each change by qualified name, so
+# the registry imports none of the modules that own those functions.
+for _declared in DECLARATIONS:
+    register_patch(_declared)

@@ -30,13 +30,10 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from vllm_ascend_platform.patches.registry import Patch, register_patch
-
 logger = logging.getLogger("vllm.ascend")
 
 START_METHOD_ENV = "VLLM_WORKER_MULTIPROC_METHOD"
 READY_TIMEOUT_ENV = "VLLM_ENGINE_READY_TIMEOUT_S"
-WAIT_FOR_READY = "vllm.v1.executor.multiproc_executor:WorkerProc.wait_for_ready"
 
 
 class WorkerStartupTimeout(TimeoutError):
@@ -197,7 +194,7 @@ def bounded_wait_for_ready(unready_proc_handles: list[Any],
     return ready
 
 
-def _looks_like_vllm_032(target: Any) -> bool:
+def looks_like_vllm_wait_for_ready(target: Any) -> bool:
     import inspect
 
     from vllm.v1.executor.multiproc_executor import WorkerProc
@@ -210,18 +207,7 @@ def _looks_like_vllm_032(target: Any) -> bool:
 
 
 # patch: worker-ready-timeout (declared in vllm_ascend_platform.patches.registry; docs/architecture.md)
-def _apply() -> None:
+def apply_ready_timeout() -> None:
     from vllm.v1.executor.multiproc_executor import WorkerProc
 
     WorkerProc.wait_for_ready = staticmethod(bounded_wait_for_ready)
-
-
-PATCH = register_patch(Patch(
-    name="worker-ready-timeout",
-    target=WAIT_FOR_READY,
-    vllm_versions=">=0.33,<0.34",
-    why="vLLM waits for the workers' READY messages without a timeout, so a worker stuck in "
-        "start-up hangs the engine silently",
-    check=_looks_like_vllm_032,
-    apply=_apply,
-))

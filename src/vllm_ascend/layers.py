@@ -81,6 +81,7 @@ def register_all_layers() -> dict[str, str]:
     global _done
     from vllm_ascend_platform.patches import registry as patches
     from vllm_ascend_platform.startup import contract, layers, plugin, version_check
+    from vllm_ascend_platform.startup.log import log
 
     if not _our_platform_is_current():
         return {}
@@ -110,7 +111,7 @@ def register_all_layers() -> dict[str, str]:
         _done = True
     missing = [s.layer.key for s in version_check.layer_statuses()
                if s.version is None and s.layer.key not in ("ops", "platform")]
-    plugin.log(
+    log(
         logging.INFO,
         "vllm-ascend: general plugin %r registered layers: %s%s", plugin.LAYERS_ENTRY,
         ", ".join(f"{k} {v}" for k, v in registered.items()) or "none",

@@ -153,11 +153,11 @@ def test_entry_point_name_must_match_the_description(monkeypatch, fresh_contract
 
 
 def test_a_needed_role_nobody_provides_names_the_role_and_the_install(monkeypatch, fresh_contract):
-    from vllm_ascend_platform.startup import version_check as vc
+    from vllm_ascend_platform.startup import layer_dists
 
     _fake_entry_points(monkeypatch, {"alpha": _desc("alpha")})
-    absent = vc.LayerStatus(vc.Layer("models", "vllm-ascend-models"), None, ">=0.1,<0.2", True)
-    monkeypatch.setattr(vc, "layer_statuses", lambda: [absent])
+    absent = layer_dists.Layer("models", "vllm-ascend-models")
+    monkeypatch.setattr(layer_dists, "absent_layers", lambda: [absent])
     assert contract.provided("device_communicator") is None  # optional lookups just say no
     with pytest.raises(contract.MissingLayerError) as err:
         contract.provided("device_communicator", "the device communicator")

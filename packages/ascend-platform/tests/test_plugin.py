@@ -18,7 +18,7 @@ from types import SimpleNamespace
 
 import pytest
 import vllm_ascend_platform
-from vllm_ascend_platform.options.features import UnsupportedFeatureError
+from vllm_ascend_platform.options.refusal import UnsupportedFeatureError
 from vllm_ascend_platform.patches import registry as patches
 from vllm_ascend_platform.startup import plugin
 from vllm_ascend_platform.startup.config import AscendConfigError
@@ -87,9 +87,11 @@ def test_simulated_npu_without_simulator_exits(monkeypatch):
 
 
 def test_log_without_vllm_logging_goes_to_stderr(monkeypatch, capsys):
-    monkeypatch.setattr(plugin.logger, "hasHandlers", lambda: False)
-    plugin.log(logging.INFO, "vllm-ascend: %s", "hello")
-    plugin.log(logging.DEBUG, "vllm-ascend: hidden")
+    from vllm_ascend_platform.startup import log as startup_log
+
+    monkeypatch.setattr(startup_log.logger, "hasHandlers", lambda: False)
+    startup_log.log(logging.INFO, "vllm-ascend: %s", "hello")
+    startup_log.log(logging.DEBUG, "vllm-ascend: hidden")
     assert capsys.readouterr().err == "INFO vllm-ascend: hello\n"
 
 

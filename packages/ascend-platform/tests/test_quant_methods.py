@@ -17,8 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 from vllm_ascend_platform.options import quant_detect, quant_methods
-from vllm_ascend_platform.startup import contract
-from vllm_ascend_platform.startup import version_check as vc
+from vllm_ascend_platform.startup import contract, layer_dists
 
 FAKE = "fake_models_layer_for_quant"
 
@@ -53,8 +52,8 @@ def publish(monkeypatch):
 @pytest.fixture
 def models_absent(monkeypatch, publish):
     publish()  # the only layer is a models layer that publishes no quantization role
-    absent = vc.LayerStatus(vc.Layer("models", "vllm-ascend-models"), None, ">=0.1,<0.2", True)
-    monkeypatch.setattr(vc, "layer_statuses", lambda: [absent])
+    absent = layer_dists.Layer("models", "vllm-ascend-models")
+    monkeypatch.setattr(layer_dists, "absent_layers", lambda: [absent])
 
 
 def test_served_methods_are_what_the_models_layer_publishes(publish):
@@ -78,7 +77,7 @@ def test_without_the_models_layer_nothing_is_served(models_absent):
 _PLATFORM_SCRIPT = """
 import importlib.metadata, json, sys, types
 from vllm_ascend_platform.startup import contract
-from vllm_ascend_platform.startup import version_check as vc
+from vllm_ascend_platform.startup import layer_dists
 mod = types.ModuleType("fake_q")
 mod.METHODS = ("ascend-next", "compressed-tensors")
 mod.LAYER = {"name": "models", "distribution": "vllm-ascend-models", "version": "0.1.0",
@@ -100,8 +99,7 @@ platform.supported_quantization.append("plugin_method")  # as register_quantizat
 out["after_append"] = list(platform.supported_quantization)
 out["verify"] = {m: verify(m) for m in ("ascend-next", "plugin_method", "ascend")}
 eps.clear(); contract.clear_cache()
-absent = vc.LayerStatus(vc.Layer("models", "vllm-ascend-models"), None, ">=0.1,<0.2", True)
-vc.layer_statuses = lambda: [absent]
+layer_dists.absent_layers = lambda: [layer_dists.Layer("models", "vllm-ascend-models")]
 out["absent_supported"] = NPUPlatform().supported_quantization
 out["absent_verify"] = verify("compressed-tensors")
 print("RESULT " + json.dumps(out))

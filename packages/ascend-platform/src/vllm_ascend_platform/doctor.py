@@ -29,7 +29,7 @@ import os
 from typing import Any
 
 from vllm_ascend_platform import envs
-from vllm_ascend_platform.startup import version_check
+from vllm_ascend_platform.startup import layer_dists, version_check
 from vllm_ascend_platform.startup.plugin import GENERAL_GROUP, LAYERS_ENTRY, PLATFORM_ENTRY, PLATFORM_GROUP
 
 
@@ -182,8 +182,8 @@ def collect() -> dict[str, Any]:
         if status.problem:
             problems.append(status.problem)
     report["layers"] = layers
-    if _dist_version(version_check.META_DIST) is None:
-        problems.append(f"the meta-package {version_check.META_DIST} is not installed, so vLLM "
+    if _dist_version(layer_dists.META_DIST) is None:
+        problems.append(f"the meta-package {layer_dists.META_DIST} is not installed, so vLLM "
                         "finds no Ascend entry points; install it from the checkout (pip install .)")
 
     notes.extend(_unknown_ascend_variables())

@@ -195,12 +195,13 @@ class NPUPlatform(Platform):
         from vllm_ascend_platform.options.quant_compressed import check_compressed_tensors
         from vllm_ascend_platform.options.quant_detect import detect_msmodelslim
         from vllm_ascend_platform.startup.config_defaults import apply_ascend_defaults
+        from vllm_ascend_platform.startup.plugin import startup_check
         from vllm_ascend_platform.worker.ray_support import forward_env_to_ray_workers
         from vllm_ascend_platform.worker.sleep_mode import select_default
 
         detect_msmodelslim(vllm_config)
         check_compressed_tensors(vllm_config)
-        apply_ascend_defaults(cls, vllm_config)
+        apply_ascend_defaults(cls, vllm_config, startup_check(vllm_config))
         select_default(vllm_config.model_config)
         forward_env_to_ray_workers(vllm_config.parallel_config)
 

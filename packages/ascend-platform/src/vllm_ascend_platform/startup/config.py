@@ -119,6 +119,12 @@ def _check_keys(data: dict, model: type[BaseModel], path: str) -> None:
     valid = sorted(model.model_fields)
     for key, value in data.items():
         where = f"{path}{key!r}" if path else repr(key)
+        refused = getattr(model, "REFUSED_KEYS", {})  # a section's keys it refuses by name
+        if key in refused:
+            raise AscendConfigError(
+                f"additional_config: key {where} is not built on Ascend yet, remove it from "
+                f"{path.rstrip('.') or 'additional_config'}: {key}: {refused[key]}."
+            )
         if key not in model.model_fields:
             close = difflib.get_close_matches(str(key), valid, n=1, cutoff=0.5)
             hint = f"did you mean {close[0]!r}? " if close else ""

@@ -23,15 +23,14 @@ if TYPE_CHECKING:
 
 logger = init_logger("vllm.ascend.config")
 
-def apply_ascend_defaults(platform_cls: type, vllm_config: VllmConfig) -> None:
-    """Validate ``vllm_config`` for Ascend and fill in our defaults (in place).
+def apply_ascend_defaults(platform_cls: type, vllm_config: VllmConfig,
+                          ascend_config: AscendConfig) -> None:
+    """Fill in our defaults on ``vllm_config`` (in place), once the front-door checks
+    (``startup.plugin.startup_check``, which returned ``ascend_config``) have passed.
 
     Raises:
-        RuntimeError / ValueError: from the front-door checks, naming what to change.
+        RuntimeError / ValueError: from the checks made here, naming what to change.
     """
-    from vllm_ascend_platform.startup.plugin import startup_check
-
-    ascend_config = startup_check(vllm_config)
     if envs.simulate_npu():
         check_simulated_dtype(vllm_config)
     _check_block_size(vllm_config)
@@ -148,9 +147,9 @@ def emulation_engine_defaults(engine_args: Any) -> None:
     """CPU emulation, every front end (``LLM(...)`` too, which has no parser): an
     ``async_scheduling`` left unset (None, which ``VllmConfig`` would resolve to on) becomes off,
     as :func:`emulation_cli_defaults` makes it on the command line; an explicit True is kept.
-    With the engine core in its own process (vLLM's default), async scheduling on 2 cores made
-    each SmolLM2 decode step ~10% slower (58-61 against 67-68 ms at batch 1; its output thread
-    competes with the kernels' threads); in one process it made no difference. Runs from
+    With the engine core in its own process (vLLM's default), async scheduling's output thread
+    competes with the kernels' threads for the host's cores and made decode steps slower
+    (benchmarks/README.md, "Design measurements behind the platform"). Runs from
     ``EngineArgs.create_engine_config`` (the ``early-option-refusals`` wrapper, option_guards.py),
     the last point where "unset" and "asked for" still differ."""
     if envs.emulate() and getattr(engine_args, "async_scheduling", False) is None:

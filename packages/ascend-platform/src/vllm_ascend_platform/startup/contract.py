@@ -282,9 +282,9 @@ def provided(role: str, needed_by: str | None = None) -> str | None:
         return desc.provides[role]
     if needed_by is None:
         return None
-    from vllm_ascend_platform.startup.version_check import layer_statuses
+    from vllm_ascend_platform.startup import layer_dists
 
-    absent = [s.layer for s in layer_statuses() if s.version is None]
+    absent = layer_dists.absent_layers()
     listing = ", ".join(f"{layer.dist} (pip install './[{layer.key}]')" for layer in absent)
     raise MissingLayerError(
         f"the Ascend platform needs a layer providing {role!r} for {needed_by}, and no installed "
@@ -296,7 +296,7 @@ def provided(role: str, needed_by: str | None = None) -> str | None:
 
 def resolve_role(role: str, needed_by: str) -> Any:
     """Import and return what the layer providing ``role`` publishes (see :func:`provided`)."""
-    return resolve(provided(role, needed_by))  # type: ignore[arg-type]
+    return resolve(provided(role, needed_by))
 
 
 def provided_value(role: str, needed_by: str | None = None) -> Any:

@@ -34,34 +34,17 @@ import importlib.metadata
 import importlib.util
 import logging
 import os
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 from vllm_ascend_platform.startup import version_check
-
-logger = logging.getLogger("vllm.ascend")
+from vllm_ascend_platform.startup.log import log
 
 PLATFORM_QUALNAME = "vllm_ascend_platform.platform.NPUPlatform"
 PLATFORM_GROUP = "vllm.platform_plugins"
 GENERAL_GROUP = "vllm.general_plugins"
 #: our entry-point names, as declared in the meta-package's pyproject.toml
 PLATFORM_ENTRY, LAYERS_ENTRY = "ascend", "ascend_layers"
-
-
-def log(level: int, msg: str, *args: Any) -> None:
-    """Log through ``vllm.ascend``; before vLLM has configured logging, write to stderr.
-
-    vLLM 0.32 configures its ``vllm`` logger lazily (``configure_logging_from_args``,
-    engine start-up), often after the platform plugin ran; an INFO record would then be
-    dropped by Python's last-resort handler, so the line is written directly instead.
-    """
-    if logger.hasHandlers():
-        logger.log(level, msg, *args)
-        return
-    threshold = logging.getLevelName(os.environ.get("VLLM_LOGGING_LEVEL", "INFO").upper())
-    if level >= (threshold if isinstance(threshold, int) else logging.INFO):
-        print(f"{logging.getLevelName(level)} {msg % args if args else msg}", file=sys.stderr)
 
 
 class AscendStartupError(RuntimeError):

@@ -27,18 +27,20 @@ import importlib.util
 import logging
 from dataclasses import dataclass
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from vllm_ascend_platform import envs
+from vllm_ascend_platform.startup.layer_dists import META_DIST, Layer, declared_ranges
+from vllm_ascend_platform.startup.layer_dists import installed_version as _installed_version
+from vllm_ascend_platform.startup.layer_dists import layer_key as _layer_key
+from vllm_ascend_platform.startup.log import log
 
 #: vLLM versions the platform itself supports (each layer states its own in its description)
 PLATFORM_VLLM = ">=0.33,<0.34"
 PLATFORM_DIST = "vllm-ascend-platform"
 #: Opt-in escape hatch: run an unsupported vLLM anyway, with a warning.
 SKIP_ENV = "VLLM_ASCEND_SKIP_VERSION_CHECK"
-META_DIST = "vllm-ascend"
 
 
 def install_hint(spec: str) -> str:
@@ -142,19 +144,6 @@ def _common_range(everyone: list[Requirer]) -> str | None:
 
 
 @dataclass(frozen=True)
-class Layer:
-    """One distribution the meta-package requires (docs/architecture.md, "Layers")."""
-
-    key: str  # short name: "ops", "platform", "attention", ...
-    dist: str  # distribution name
-
-    @property
-    def folder(self) -> str:
-        """Its folder under ``packages/`` in the checkout (``ascend-<key>``)."""
-        return f"ascend-{self.key}"
-
-
-@dataclass(frozen=True)
 class LayerStatus:
     """Installed state of one layer against the meta-package's declared range."""
 
@@ -186,42 +175,6 @@ class LayerStatus:
             f"{self.layer.dist}{self.required}{line}; install a matching version "
             f"(from the checkout: pip install packages/{self.layer.folder})."
         )
-
-
-def _installed_version(dist: str) -> str | None:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def _layer_key(dist: str) -> str | None:
-    """``vllm-ascend-attention`` -> ``attention``, ``ascend-ops`` -> ``ops``; None for others."""
-    for prefix in ("vllm-ascend-", "ascend-"):
-        if dist.startswith(prefix):
-            return dist[len(prefix):]
-    return None
-
-
-def declared_ranges(meta_dist: str = META_DIST) -> dict[str, str]:
-    """Layer distribution name -> specifier string declared by ``meta_dist`` (any extra).
-
-    Returns an empty dict when the meta-package is not installed.
-    """
-    try:
-        requires = importlib.metadata.requires(meta_dist) or []
-    except importlib.metadata.PackageNotFoundError:
-        return {}
-    ranges: dict[str, str] = {}
-    for text in requires:
-        try:
-            req = Requirement(text)
-        except InvalidRequirement:
-            continue
-        name = req.name.lower().replace("_", "-")
-        if _layer_key(name) is not None and str(req.specifier):
-            ranges.setdefault(name, str(req.specifier))
-    return ranges
 
 
 def _layer_vllm_ranges() -> dict[str, str]:
@@ -275,8 +228,6 @@ def startup_problem() -> str | None:
     if _verdict is None:
         problem = vllm_version_problem()
         if problem is not None and skip_requested():
-            from vllm_ascend_platform.startup.plugin import log
-
             log(logging.WARNING, "vllm-ascend: %s is set: running anyway, unsupported: %s",
                 SKIP_ENV, problem)
             problem = None

@@ -10,7 +10,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from vllm_ascend_platform.options.features import UnsupportedFeatureError, check_features
+from vllm_ascend_platform.options.features import check_features
+from vllm_ascend_platform.options.refusal import UnsupportedFeatureError
 from vllm_ascend_platform.startup.config import AscendConfig
 
 

@@ -11,7 +11,8 @@ from types import SimpleNamespace
 import pytest
 from vllm_ascend_platform.options import guards as G
 from vllm_ascend_platform.options import support as S
-from vllm_ascend_platform.options.features import UnsupportedFeatureError, check_features
+from vllm_ascend_platform.options.features import check_features
+from vllm_ascend_platform.options.refusal import UnsupportedFeatureError
 from vllm_ascend_platform.startup.config import AscendConfig
 
 EARLY_VALUES = {"enable_eplb": True, "enable_elastic_ep": True, "enable_cumem_allocator": True,

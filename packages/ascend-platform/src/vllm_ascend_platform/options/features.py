@@ -10,25 +10,11 @@ reads a field of vLLM 0.32's ``VllmConfig`` (``vllm/config/vllm.py``) or of
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from vllm_ascend_platform.options.refusal import Refusal, raise_refused
 from vllm_ascend_platform.options.table import DP_BACKEND_FIX
 from vllm_ascend_platform.startup.config import AscendConfig
-
-
-class UnsupportedFeatureError(NotImplementedError):
-    """The configuration asks for a feature the Ascend plugin has not built."""
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """One refused feature: how to detect it and what the user should change."""
-
-    feature: str
-    requested: Callable[[Any, AscendConfig], bool]
-    fix: str
 
 
 def _model(vllm_config: Any) -> Any:
@@ -89,13 +75,3 @@ def check_features(vllm_config: Any, ascend_config: AscendConfig) -> None:
         UnsupportedFeatureError: naming every refused feature and what to change.
     """
     raise_refused(refused_features(vllm_config, ascend_config))
-
-
-def raise_refused(refused: list[Refusal]) -> None:
-    """Raise UnsupportedFeatureError listing each refusal and its fix (no-op when empty); also
-    used for the refusals checked on ``EngineArgs`` before vLLM's own checks (option_guards)."""
-    if refused:
-        lines = [f"- {r.feature}: {r.fix}" for r in refused]
-        raise UnsupportedFeatureError(
-            "vllm-ascend does not support these requested features yet:\n" + "\n".join(lines)
-        )

@@ -32,9 +32,9 @@ IR_FIX = ("name only the providers 'ascend' and 'native' in --ir-op-priority / "
 
 
 def early_refusals() -> list:
-    """features.Refusal objects for :data:`EARLY_ARGS`, read from an ``EngineArgs``."""
+    """refusal.Refusal objects for :data:`EARLY_ARGS`, read from an ``EngineArgs``."""
     from vllm_ascend_platform.options import support as S
-    from vllm_ascend_platform.options.features import Refusal
+    from vllm_ascend_platform.options.refusal import Refusal
 
     fixes = {r.name: r.evidence for r in S.rows() if r.kind == S.KINDS[0]}
 
@@ -47,9 +47,9 @@ def early_refusals() -> list:
 
 
 def check_engine_args(engine_args: Any) -> None:
-    """Raise features.UnsupportedFeatureError when ``engine_args`` asks for an
+    """Raise refusal.UnsupportedFeatureError when ``engine_args`` asks for an
     :data:`EARLY_ARGS` option (listing each with its fix)."""
-    from vllm_ascend_platform.options.features import raise_refused
+    from vllm_ascend_platform.options.refusal import raise_refused
 
     raise_refused([r for r in early_refusals() if r.requested(engine_args, None)])
 
@@ -68,7 +68,7 @@ def refuse_before_vllm() -> None:
     original = EngineArgs.create_engine_config
     if getattr(original, "__ascend_early_check__", False):
         return
-    EngineArgs.create_engine_config = wrap_create_engine_config(original)  # type: ignore[method-assign]
+    EngineArgs.create_engine_config = wrap_create_engine_config(original)
 
 
 def wrap_create_engine_config(original: Any) -> Any:
@@ -104,8 +104,8 @@ def foreign_ir_providers(vllm_config: Any) -> list[str]:
 
 
 def ir_provider_refusal():
-    """The features.Refusal for IR-op providers that do not run on Ascend."""
-    from vllm_ascend_platform.options.features import Refusal
+    """The refusal.Refusal for IR-op providers that do not run on Ascend."""
+    from vllm_ascend_platform.options.refusal import Refusal
 
     return Refusal("--ir-op-priority / kernel_config.ir_op_priority (provider not on Ascend)",
                    lambda c, _a: bool(foreign_ir_providers(c)), IR_FIX)

@@ -96,4 +96,4 @@ def refuse_mtp_without_layers() -> None:
         original(self)
 
     __post_init__.__ascend_mtp_check__ = True  # type: ignore[attr-defined]
-    SpeculativeConfig.__post_init__ = __post_init__  # type: ignore[method-assign]
+    SpeculativeConfig.__post_init__ = __post_init__

@@ -210,9 +210,9 @@ def flag(name: str) -> str:
 
 
 def option_refusals() -> list:
-    """features.Refusal objects for every refused engine argument and environment variable
+    """refusal.Refusal objects for every refused engine argument and environment variable
     (kv_cache_dtype: :func:`kv_cache_refusal`; quantization: NPUPlatform.verify_quantization)."""
-    from vllm_ascend_platform.options.features import Refusal
+    from vllm_ascend_platform.options.refusal import Refusal
 
     out = []
     for row in rows():

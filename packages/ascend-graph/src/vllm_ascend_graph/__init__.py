@@ -18,14 +18,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from vllm_ascend_graph.names import COMPILER_CLS, PASS_MANAGER_CLS, WRAPPER_CLS
+
 __version__ = "0.2.0"
 
-#: ``Platform.get_static_graph_wrapper_cls()``
-WRAPPER_CLS = "vllm_ascend_graph.wrapper.ACLGraphWrapper"
-#: ``Platform.get_compile_backend()`` (a vLLM ``CompilerInterface``)
-COMPILER_CLS = "vllm_ascend_graph.compiler.AscendCompiler"
-#: ``Platform.get_pass_manager_cls()``
-PASS_MANAGER_CLS = "vllm_ascend_graph.pass_manager.AscendPassManager"
 
 #: This layer's description (docs/architecture.md, "The layer contract"); read only by the
 #: platform, through the entry point ``vllm_ascend.layers: graph``.

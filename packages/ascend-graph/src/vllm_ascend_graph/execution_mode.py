@@ -26,8 +26,8 @@ from typing import Any
 
 from vllm.logger import init_logger
 
-from vllm_ascend_graph import COMPILER_CLS
 from vllm_ascend_graph.capture_sizes import graphs_per_size, plan_capture_sizes
+from vllm_ascend_graph.names import COMPILER_CLS
 from vllm_ascend_graph.options import GraphOptions, graph_options
 
 logger = init_logger("vllm.ascend.graph")

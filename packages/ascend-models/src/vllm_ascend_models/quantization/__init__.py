@@ -10,16 +10,7 @@ scheme in vLLM's kernel list (compressed_int8.py); the models layer's ``register
 
 from __future__ import annotations
 
-QUANT_METHOD = "ascend"
-"""The quantization method name (``LLM(..., quantization="ascend")``, ``--quantization ascend``)."""
-
-DESCRIPTION_FILE = "quant_model_description.json"
-"""The per-tensor scheme file msModelSlim's ``ascendv1_saver`` writes next to the weights."""
-
-SERVED_METHODS: tuple[str, ...] = (QUANT_METHOD, "compressed-tensors")
-"""Every ``--quantization`` method this layer serves: ours, and vLLM's ``compressed-tensors``
-config for int8 W8A8 checkpoints (its GEMM is ours, compressed_int8.py). Published in the
-layer's description (role ``quantization_methods``); the platform refuses every other method."""
+from vllm_ascend_models.quantization.names import DESCRIPTION_FILE, QUANT_METHOD, SERVED_METHODS
 
 _registered = False
 

@@ -24,7 +24,7 @@ from vllm.model_executor.layers.quantization.base_config import (
     QuantizeMethodBase,
 )
 
-from vllm_ascend_models.quantization import DESCRIPTION_FILE, QUANT_METHOD
+from vllm_ascend_models.quantization.names import DESCRIPTION_FILE, QUANT_METHOD
 
 SUPPORTED_SCHEMES = ("W8A8", "W8A8_DYNAMIC", "FLOAT")
 #: description keys that are not tensor entries

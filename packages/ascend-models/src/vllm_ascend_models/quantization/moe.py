@@ -26,7 +26,7 @@ from vllm.model_executor.layers.fused_moe.fused_moe_method_base import FusedMoEM
 from vllm.model_executor.utils import set_weight_attrs
 
 from vllm_ascend_models.moe import ascend_moe_forward, validate_layer, validate_moe_settings
-from vllm_ascend_models.quantization import DESCRIPTION_FILE
+from vllm_ascend_models.quantization.names import DESCRIPTION_FILE
 
 #: vLLM shard id -> attribute of RoutedExperts naming the checkpoint projection
 _SHARD_NAMES = {"w1": "ckpt_gate_proj_name", "w3": "ckpt_up_proj_name", "w2": "ckpt_down_proj_name"}

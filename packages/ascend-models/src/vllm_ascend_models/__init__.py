@@ -46,8 +46,6 @@ LAYER: dict = {
         "quantization_methods": "vllm_ascend_models.quantization.SERVED_METHODS",
         "msmodelslim_method": "vllm_ascend_models.quantization.QUANT_METHOD",
     },
-    # the MoE runner and model overrides may import the attention layer
-    "after": ("attention",),
 }
 
 logger = logging.getLogger("vllm.ascend.models")

@@ -149,3 +149,13 @@ def test_mega_aot_artifact_untouched_when_eager(monkeypatch):
     import os
 
     assert MEGA_AOT_ENV not in os.environ
+
+
+@pytest.mark.parametrize("switch", ["fuse_qk_norm_rope", "fuse_rope_kv_cache"])
+def test_fusions_without_a_pass_are_refused_by_name(switch):
+    from pydantic import ValidationError
+    from vllm_ascend_graph.options import GraphOptions
+
+    with pytest.raises(ValidationError, match=rf"not built on Ascend yet.*{switch}: "):
+        GraphOptions.model_validate({switch: True, "fuse_swiglu": False})
+    assert GraphOptions.model_validate({"fuse_swiglu": False}).fuse_swiglu is False

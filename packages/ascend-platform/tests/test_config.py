@@ -31,8 +31,15 @@ def test_defaults_from_empty_and_none():
         c = parse_additional_config(raw)
         assert c.enable_weight_nz is False
         cc = c.ascend_compilation_config
-        assert (cc.fuse_add_rms_norm, cc.fuse_swiglu, cc.fuse_qk_norm_rope,
-                cc.fuse_rope_kv_cache, cc.graph_budget) == (True, True, True, True, None)
+        assert (cc.fuse_add_rms_norm, cc.fuse_swiglu, cc.graph_budget) == (True, True, None)
+
+
+@GRAPH_SECTION
+@pytest.mark.parametrize("switch", ["fuse_qk_norm_rope", "fuse_rope_kv_cache"])
+@pytest.mark.parametrize("value", [True, False])
+def test_fusions_without_a_pass_are_refused_by_name(switch, value):
+    with pytest.raises(AscendConfigError, match=rf"not built on Ascend yet.*{switch}: "):
+        parse_additional_config({"ascend_compilation_config": {switch: value}})
 
 
 @GRAPH_SECTION

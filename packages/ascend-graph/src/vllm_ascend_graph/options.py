@@ -14,9 +14,9 @@ imports the platform.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 #: Most ACL graphs one process may capture. Source: vllm-ascend's
 #: ``update_aclgraph_sizes`` (``MAX_CAPTURE_SIZE = 1800``): each captured graph holds
@@ -25,6 +25,14 @@ DEFAULT_GRAPH_BUDGET = 1800
 
 #: the ``additional_config`` key of this section
 SECTION = "ascend_compilation_config"
+
+#: Fusion switches other Ascend plugins accept that this layer has no pass for, refused by name
+#: rather than accepted and ignored.
+UNBUILT_FUSIONS = {
+    "fuse_qk_norm_rope": "ascend_ops has no fused per-head q/k RMSNorm + rope op to rewrite to",
+    "fuse_rope_kv_cache": "the KV-cache write runs inside vLLM's attention splitting op, outside "
+                          "every compiled piece, so no graph holds rope and the write together",
+}
 
 
 class GraphOptions(BaseModel):
@@ -35,20 +43,27 @@ class GraphOptions(BaseModel):
     Attributes:
         fuse_add_rms_norm: residual add + RMSNorm -> ``ascend.add_rms_norm``.
         fuse_swiglu: SiLU(gate) * up -> ``ascend.swiglu``.
-        fuse_qk_norm_rope: per-head q/k RMSNorm + rope -> one op (pattern absent
-            in SmolLM2/Llama graphs; accepted for Qwen3-style models).
-        fuse_rope_kv_cache: rope + KV-cache write -> one op (accepted; no fused op yet).
         graph_budget: most ACL graphs to capture (pieces x sizes), at least 1; ``None`` means
             :data:`DEFAULT_GRAPH_BUDGET`.
     """
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+    #: keys refused by name with the reason (the platform's config check reads this too)
+    REFUSED_KEYS: ClassVar[dict[str, str]] = UNBUILT_FUSIONS
 
     fuse_add_rms_norm: bool = True
     fuse_swiglu: bool = True
-    fuse_qk_norm_rope: bool = True
-    fuse_rope_kv_cache: bool = True
     graph_budget: int | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_unbuilt_fusions(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            asked = [key for key in cls.REFUSED_KEYS if key in data]
+            if asked:
+                reasons = "; ".join(f"{key}: {cls.REFUSED_KEYS[key]}" for key in asked)
+                raise ValueError(f"not built on Ascend yet, remove it from {SECTION}: {reasons}")
+        return data
 
     @field_validator("graph_budget")
     @classmethod

@@ -3,10 +3,8 @@
 """FX fusion passes of the Ascend compile backend.
 
 Each pass is ``callable(fx.Graph) -> int`` (number of rewrites) with a ``name`` equal
-to its ``ascend_compilation_config`` switch. ``fuse_qk_norm_rope`` and
-``fuse_rope_kv_cache`` are accepted switches without a pass yet: in vLLM 0.32 the
-KV-cache write happens inside the attention splitting op (outside every compiled
-piece), and ascend_ops has no fused q/k-norm + rope op to rewrite to.
+to its ``ascend_compilation_config`` switch. Fusions without a pass (q/k-norm + rope,
+rope + KV-cache write) are refused by name when asked for (``options.UNBUILT_FUSIONS``).
 """
 
 from __future__ import annotations

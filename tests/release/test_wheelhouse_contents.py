@@ -85,6 +85,11 @@ def test_wheel_metadata_is_this_projects_own(wheelhouse, name):
         (init,) = [n for n in z.namelist() if re.fullmatch(r"[a-z_]+/__init__\.py", n)]
         found = re.search(r'(?m)^__version__ = "([^"]+)"$', z.read(init).decode())
     assert found and found.group(1) == meta["Version"], (init, found and found.group(1))
+    # PEP 561: the package says it is typed, and the native module has its stub beside it
+    package = init.split("/", 1)[0]
+    assert f"{package}/py.typed" in names, f"{name}: no {package}/py.typed in the wheel"
+    if name == "ascend-ops":
+        assert "ascend_ops/_C.pyi" in names, "ascend-ops: the wheel lacks the _C stub"
     with tarfile.open(sdist) as t:
         members = {m.split("/", 1)[1] for m in t.getnames() if "/" in m}
     assert {"LICENSE", "README.md", "CHANGELOG.md", "pyproject.toml", "PKG-INFO"} <= members

@@ -21,6 +21,9 @@ The ops are ``ascend_ops.quantize`` / ``dynamic_quant`` / ``quant_matmul`` (torc
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import ascend_ops
 import torch
 from vllm.model_executor.layers.linear import (
@@ -85,7 +88,7 @@ class _AscendInt8Linear(LinearMethodBase):
         self.prefix = prefix
         self.parts = parts or [prefix.rpartition(".")[2]]
 
-    def _checks(self, layer, input_size, extra) -> tuple[LoadChecks, object]:
+    def _checks(self, layer, input_size, extra) -> tuple[LoadChecks, Callable[..., Any]]:
         checks = LoadChecks(self.prefix, self.parts, layer, input_size, self.SPEC)
         layer.ascend_load_checks = checks
         return checks, extra["weight_loader"]

@@ -253,8 +253,8 @@ class AscendAttentionImpl(AttentionImpl[AscendAttentionMetadata]):
 
     def _paged_caches(self, kv_cache: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``split_kv_cache`` of the KV view in its storage dtype, kept while the view keeps its
-        address, shape and dtype (each step's cache write and attention ask; a split is ~14 us of
-        view arithmetic); sleep mode's restore moves the storage, so it is redone then."""
+        address, shape and dtype (each step's cache write and attention ask; a split is view
+        arithmetic that adds up per layer and step); sleep mode's restore moves the storage, so it is redone then."""
         ident = (kv_cache.data_ptr(), kv_cache.shape, kv_cache.stride(), kv_cache.dtype)
         memo = self._split
         if memo is not None and memo[0] == ident:

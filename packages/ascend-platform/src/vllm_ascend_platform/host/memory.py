@@ -4,7 +4,8 @@
 
 vLLM allocates the KV cache as one ``torch.zeros`` byte buffer (``allocate_kv_cache``,
 ``vllm/v1/worker/utils.py``). On a CPU device that writes every page of a multi-GiB buffer at
-start-up, which on the 2-core box was 1-3 s per GiB (page faults, not memory bandwidth). Where
+start-up, a cost of page faults, not memory bandwidth (benchmarks/README.md, "Design
+measurements behind the platform"). Where
 the KV cache lives in host memory (CPU emulation, and the simulated NPU, whose device tensors are
 CPU tensors: docs/simulated-npu.md), :func:`kv_cache_allocation` instead gives vLLM a buffer from
 ``torch.empty`` whose whole pages are handed back to the kernel with ``madvise(MADV_DONTNEED)``:

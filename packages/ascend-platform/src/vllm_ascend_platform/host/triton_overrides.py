@@ -62,8 +62,8 @@ def direct_slot_mapping(block_tables: Any) -> int:
     ``BlockTable.compute_slot_mapping`` reaches the same function through vLLM's JIT-kernel
     launcher (``kernel_launcher``: ``inspect.Signature.bind`` of twelve arguments, launch-plan
     preparation, then the dispatcher's override), once per group per step on the runner's host
-    path; measured at 8 requests on a 2-core EPYC, the launcher took about half of the call
-    (benchmarks/README.md). Groups that map no token slots (Mamba-like state caches) or split
+    path, where the launcher's own work is a large share of the call (benchmarks/README.md,
+    "Design measurements behind the platform"). Groups that map no token slots (Mamba-like state caches) or split
     the KV cache across decode context-parallel ranks keep vLLM's method. Returns how many
     groups were switched.
     """
@@ -112,7 +112,8 @@ def _slot_mapping_numpy(max_num_tokens, query_start_loc, positions, block_table,
                         block_table_stride, block_size, pad_id) -> None:
     """:func:`compute_slot_mapping` on host tensors through numpy views of the same memory: the
     dozen small torch ops of the general form cost far more than the indexing they do, once per
-    step on the runner's host path (measured ~15x on a 2-core EPYC at 8 requests)."""
+    step on the runner's host path (benchmarks/README.md, "Design measurements behind the
+    platform")."""
     qsl = query_start_loc.numpy()
     out = slot_mapping.numpy()
     total = int(qsl[-1]) if qsl.size > 1 else 0

@@ -176,8 +176,8 @@ class NPUModelRunner(GPUModelRunner):
 
     def profile_size_unused(self) -> bool:
         """True in CPU emulation with compilation off (eager): the size of vLLM's profiling
-        pass (``profile_run``: a forward of ``max_num_batched_tokens`` tokens, 8192 by default,
-        ~40 s of every engine start on a 2-core host) measures nothing there.
+        pass (``profile_run``: a forward of ``max_num_batched_tokens`` tokens, 8192 by default, a
+        large share of every engine start on a small host) measures nothing there.
 
         The KV budget is computed, not measured: weights counted, activations estimated
         (``NPUWorker._kv_budget``, ``activation_estimate`` in memory.py); emulation has no

@@ -109,7 +109,7 @@ def test_level2_selective_wake_and_reload(llm, reference):
     assert freed >= 0.9 * (pool.nbytes("kv_cache") + pool.nbytes("weights"))
     llm.wake_up(tags=["weights"])
     assert pool.state("kv_cache") == "discarded" and pool.state("weights") == "resident"
-    # before the reload: the preserved parameter is back, the others are zeros (sleep_mode.py)
+    # before the reload: the preserved parameter is back, the others are zeros (worker/sleep_mode.py)
     now = dict(_worker(llm).model_runner.model.named_parameters())
     assert torch.equal(now[PRESERVED], kept) and bool(kept.abs().sum() > 0)
     assert not now["model.embed_tokens.weight"].any()

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""Start-up checks made from the support table (option_support.py): refused engine arguments,
+"""Start-up checks made from the support table (options/support.py): refused engine arguments,
 VLLM_* variables, kv_cache_dtype per branch, quantization methods. Config objects are stand-ins
 with vLLM 0.32's field names (vllm/config/*.py)."""
 

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""option_guards.py: the refusals checked on EngineArgs before vLLM's own config checks, and the
+"""options/guards.py: the refusals checked on EngineArgs before vLLM's own config checks, and the
 IR-op providers. Engine arguments are a vLLM 0.32 ``EngineArgs`` holding its fields' defaults,
 built without ``__post_init__`` (which resolves the model; no model is read here)."""
 

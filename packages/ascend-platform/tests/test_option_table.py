@@ -26,7 +26,7 @@ CHECKED_ELSEWHERE = {"kv_transfer_config", "ec_transfer_config", "data_parallel_
 @pytest.fixture(scope="module")
 def vllm_names():
     # the quantization methods beyond vLLM's are the models layer's, read from its description
-    # (quant_methods.py); this package's own session hides that layer, so read the checkout's
+    # (options/quant_methods.py); this package's own session hides that layer, so read the checkout's
     if contract.provider("quantization_methods") is not None:
         return S.vllm_names()
     with pytest.MonkeyPatch.context() as mp:

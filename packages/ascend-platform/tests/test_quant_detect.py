@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""msModelSlim detection (quant_detect.py): the description file is the marker (msModelSlim's
+"""msModelSlim detection (options/quant_detect.py): the description file is the marker (msModelSlim's
 ``ascendv1_saver`` writes it and leaves config.json without a quantization_config); an explicit
 ``quantization`` or a config.json quantization_config is left to vLLM."""
 

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""The quantization methods are the models layer's facts (quant_methods.py): the platform serves
+"""The quantization methods are the models layer's facts (options/quant_methods.py): the platform serves
 exactly what the layer providing ``quantization_methods`` / ``msmodelslim_method`` publishes, and
 without such a layer refuses a quantized checkpoint naming the extra to install."""
 

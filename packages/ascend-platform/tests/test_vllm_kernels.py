@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""Which of vLLM's compiled kernel libraries the platform loads (``vllm_kernels.py``).
+"""Which of vLLM's compiled kernel libraries the platform loads (``host/vllm_kernels.py``).
 
 vLLM built for the empty target (the one this line installs; its ``setup.py`` builds no
 extension) has none: ``import_kernels`` loads nothing and logs no failed import. A vLLM with its

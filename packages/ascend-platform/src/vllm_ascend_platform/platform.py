@@ -184,7 +184,7 @@ class NPUPlatform(Platform):
         emulation_cli_defaults(parser)
 
     def is_sleep_mode_available(self) -> bool:
-        """Sleep mode runs through the "ascend" sleep-mode backend (sleep_mode.py)."""
+        """Sleep mode runs through the "ascend" sleep-mode backend (worker/sleep_mode.py)."""
         return True
 
     @classmethod
@@ -356,7 +356,7 @@ class NPUPlatform(Platform):
 
     @classmethod
     def import_kernels(cls) -> None:
-        """vLLM's compiled kernels (``vllm_kernels.py``): none in a vLLM built for the empty
+        """vLLM's compiled kernels (``host/vllm_kernels.py``): none in a vLLM built for the empty
         target; otherwise, on the host, the CPU build this CPU runs (its ``vllm._C`` is
         AVX-512-BF16 only), and on an NPU, vLLM's rule."""
         from vllm_ascend_platform.host import vllm_kernels

@@ -59,8 +59,8 @@ REFUSALS: tuple[Refusal, ...] = (
 
 def refused_features(vllm_config: Any, ascend_config: AscendConfig) -> list[Refusal]:
     """The refusals that apply to this configuration (empty when all is supported): the
-    features above plus the refused rows of the vLLM option table (option_support.py) and the
-    IR-op providers (option_guards.py)."""
+    features above plus the refused rows of the vLLM option table (options/support.py) and the
+    IR-op providers (options/guards.py)."""
     from vllm_ascend_platform.options.guards import ir_provider_refusal
     from vllm_ascend_platform.options.support import option_refusals
 

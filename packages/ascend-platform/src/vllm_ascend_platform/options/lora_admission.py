@@ -11,7 +11,7 @@ per-request check, ``vllm/v1/engine/input_processor.py``) with the same checks t
 on the local file system, so the caller gets a ``VLLMValidationError`` naming the adapter and
 the fix, and the engine never sees the request. Hub ids are left to the worker (resolving them
 would download here). An adapter made for another architecture or size is refused too: its
-tensor shapes are compared with the served checkpoint's (``lora_shapes.py``).
+tensor shapes are compared with the served checkpoint's (``options/lora_shapes.py``).
 
 The OpenAI server's ``/v1/load_lora_adapter`` (and ``--lora-modules``) go straight to the
 engine's ``add_lora`` (``vllm/entrypoints/openai/models/serving.py``), which answers a rank above

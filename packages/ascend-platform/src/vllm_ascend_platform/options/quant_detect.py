@@ -12,7 +12,7 @@ platform's ``check_and_update_config`` hook (vLLM ``Platform`` interface), witho
 * ``quantization`` unset, no ``quantization_config`` in ``config.json``, and the description
   present in the model directory (or in the Hugging Face cache: no network) -> set
   ``model_config.quantization`` to the method the models layer publishes for msModelSlim
-  checkpoints (``"ascend"``; quant_methods.py) and build the quantization config the way
+  checkpoints (``"ascend"``; options/quant_methods.py) and build the quantization config the way
   ``VllmConfig.__post_init__`` does (``VllmConfig._get_quantization_config``, vLLM
   ``config/vllm.py``), which also runs the description's own checks.
 * anything else is left to vLLM (an explicit ``quantization`` wins, and ``quantization="ascend"``

@@ -2,7 +2,7 @@
 # Copyright 2026 The vllm-ascend authors
 """Which vLLM 0.33 options the Ascend platform serves, refuses, or leaves to vLLM.
 
-The table (option_table.py, option_table_env.py) classifies every engine argument, quantization
+The table (options/table.py, options/table_env.py) classifies every engine argument, quantization
 method, ``--kv-cache-dtype`` choice and ``VLLM_*`` variable read below the engine; this module
 lists the same names from vLLM itself (:func:`vllm_names`), turns the "refused" rows into
 start-up refusals that features.py runs (:func:`option_refusals`), and renders
@@ -279,7 +279,7 @@ def render_markdown() -> str:
         "",
         f"Generated from vLLM {vllm.__version__} and the support table "
         "(`packages/ascend-platform/src/vllm_ascend_platform/options/table.py`, "
-        "`option_table_env.py`) by `python -m vllm_ascend_platform.options.support > "
+        "`options/table_env.py`) by `python -m vllm_ascend_platform.options.support > "
         "docs/option-support.md`; `packages/ascend-platform/tests/test_option_table.py` fails when vLLM's lists and "
         "the table differ, `tests/e2e/test_option_sweep.py` starts or refuses each row.",
         "",

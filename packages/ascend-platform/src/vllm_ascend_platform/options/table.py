@@ -3,11 +3,11 @@
 """The support table: every vLLM 0.33 engine argument, quantization method and KV-cache dtype.
 
 Each group is (status, evidence, names). ``status`` is ``supported`` (evidence: the test that
-shows it works), ``refused`` (evidence: what to change; our start-up check, option_support.py,
+shows it works), ``refused`` (evidence: what to change; our start-up check, options/support.py,
 refuses a non-default value) or ``not ours`` (evidence: why the platform does not affect it).
 Rendered into docs/option-support.md by ``python -m vllm_ascend_platform.options.support``;
 packages/ascend-platform/tests/test_option_table.py fails when vLLM's lists and this table differ.
-The ``VLLM_*`` environment variables are in option_table_env.py.
+The ``VLLM_*`` environment variables are in options/table_env.py.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ ARG_GROUPS: tuple[tuple[str, str, str], ...] = (
     (REFUSED, "dual-batch overlap is not built: drop --enable-dbo / --ubatch-size",
      "enable_dbo ubatch_size dbo_decode_token_threshold dbo_prefill_token_threshold"),
     # vLLM rejects the next five itself while building the config, without saying what to
-    # change; option_guards.py (patch early-option-refusals) checks them first with these texts
+    # change; options/guards.py (patch early-option-refusals) checks them first with these texts
     (REFUSED, "expert-parallel load balancing is not built on Ascend (vLLM builds it for "
      "CUDA only): drop --enable-eplb", "enable_eplb"),
     (REFUSED, "elastic expert parallelism needs expert-parallel load balancing, which is not "

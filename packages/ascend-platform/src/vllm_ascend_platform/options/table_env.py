@@ -5,7 +5,7 @@
 "Below the engine" is what option_support.below_engine_env_vars() finds: names from
 ``vllm/envs.py`` read as ``envs.VLLM_*`` in ``vllm/v1/worker``, ``vllm/v1/attention``,
 ``vllm/v1/sample``, ``vllm/model_executor``, ``vllm/distributed``, ``vllm/compilation``,
-``vllm/lora`` and ``vllm/_custom_ops.py``. Groups as in option_table.py; a refused variable is
+``vllm/lora`` and ``vllm/_custom_ops.py``. Groups as in options/table.py; a refused variable is
 refused when it is set to anything but its default (the group's ``default`` string).
 """
 

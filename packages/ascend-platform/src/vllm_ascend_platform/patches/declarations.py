@@ -198,7 +198,7 @@ _declare(Patch(
     why="vLLM rejects --enable-eplb, --enable-elastic-ep, --enable-cumem-allocator, "
         "--engram-config and --enable-fault-tolerance while building the sub-configs, before any "
         "platform hook, with messages that do not say what to change on Ascend; the refusal "
-        "naming the option and the fix runs first (option_guards.py); in CPU emulation an unset "
+        "naming the option and the fix runs first (options/guards.py); in CPU emulation an unset "
         "async_scheduling becomes off there, the last point where unset and asked-for differ",
     check=callable,
     apply=_call("vllm_ascend_platform.options.guards.refuse_before_vllm"),

@@ -110,7 +110,7 @@ def _install_worker(vllm_config: VllmConfig) -> None:
     parallel = vllm_config.parallel_config
     if parallel.worker_cls == "auto":
         parallel.worker_cls = "vllm_ascend_platform.worker.worker.NPUWorker"
-    # --enable-dbo never reaches here: startup_check refuses it by name (option_table.py).
+    # --enable-dbo never reaches here: startup_check refuses it by name (options/table.py).
 
 
 def _worker_start_method() -> None:
@@ -150,7 +150,7 @@ def emulation_engine_defaults(engine_args: Any) -> None:
     With the engine core in its own process (vLLM's default), async scheduling's output thread
     competes with the kernels' threads for the host's cores and made decode steps slower
     (benchmarks/README.md, "Design measurements behind the platform"). Runs from
-    ``EngineArgs.create_engine_config`` (the ``early-option-refusals`` wrapper, option_guards.py),
+    ``EngineArgs.create_engine_config`` (the ``early-option-refusals`` wrapper, options/guards.py),
     the last point where "unset" and "asked for" still differ."""
     if envs.emulate() and getattr(engine_args, "async_scheduling", False) is None:
         engine_args.async_scheduling = False

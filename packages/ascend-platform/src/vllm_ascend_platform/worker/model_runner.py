@@ -203,7 +203,7 @@ class NPUModelRunner(GPUModelRunner):
     def load_lora_model(self, model: nn.Module, vllm_config: VllmConfig,
                         device: torch.device) -> nn.Module:
         """vLLM's LoRA wrapping, after refusing LoRA on monolithic MoE experts (ValueError
-        naming ``--lora-target-modules``; ``lora_moe.py``)."""
+        naming ``--lora-target-modules``; ``options/lora_moe.py``)."""
         from vllm_ascend_platform.options.lora_moe import refuse_expert_lora
 
         refuse_expert_lora(model, vllm_config.lora_config)
@@ -242,7 +242,7 @@ class NPUModelRunner(GPUModelRunner):
     def initialize_kv_cache_tensors(self, kv_cache_config: Any, kernel_block_sizes: list[int],
                                     kv_cache_allocation_context: Any = None) -> dict[str, torch.Tensor]:
         """vLLM's KV-cache allocation; a KV cache in host memory (CPU emulation, simulated NPU)
-        is zeroed without touching its pages (host_memory.py)."""
+        is zeroed without touching its pages (host/memory.py)."""
         if self.device.type == "cpu":
             from vllm_ascend_platform.host.memory import kv_cache_allocation
 

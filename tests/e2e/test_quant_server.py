@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
 """The msModelSlim W8A8_DYNAMIC SmolLM2 checkpoint served by vLLM's OpenAI server in CPU
-emulation, WITHOUT ``--quantization``: README.md ("Quantized models") promises that
+emulation, WITHOUT ``--quantization``: docs/quantization.md promises that
 ``vllm serve <msModelSlim dir>`` detects
 ``quant_model_description.json`` and serves it as ``quantization="ascend"``.
 

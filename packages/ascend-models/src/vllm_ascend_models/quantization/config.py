@@ -95,7 +95,7 @@ class AscendQuantConfig(QuantizationConfig):
                 f"quantization={QUANT_METHOD!r}: {model_name} has no {DESCRIPTION_FILE}, the "
                 "per-tensor scheme file msModelSlim writes next to the quantized weights (a float "
                 f"checkpoint?). Serve a float checkpoint without quantization={QUANT_METHOD!r}, "
-                "or quantize it with msModelSlim first (README)")
+                "or quantize it with msModelSlim first (docs/quantization.md)")
         self._set_description(get_hf_file_to_dict(DESCRIPTION_FILE, model_name,
                                                   revision or "main"))
 

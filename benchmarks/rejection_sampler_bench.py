@@ -65,7 +65,7 @@ def _ascend_step(backend, p):
     import ascend_ops
 
     if backend == "aten":
-        from ascend_ops import _npu_spec as mod
+        from ascend_ops.npu import spec_decode as mod
 
         rec = mod.sample_recovered_tokens(p["draft"], p["cu"], p["dp"], p["tp"], p["inv_q"])
         return mod.rejection_sample(p["draft"], p["cu"], p["argmax"], p["tp"], p["dp"],

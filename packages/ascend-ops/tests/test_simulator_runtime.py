@@ -29,7 +29,7 @@ def test_install_is_idempotent_and_puts_torch_npu_in_place(simulated_npu):
     assert simulator.active() and torch.npu.is_available() and torch.npu.is_simulated()
     import importlib.util
 
-    import torch_npu  # noqa: F401  (what ascend_ops._npu does)
+    import torch_npu  # noqa: F401  (what ascend_ops.npu.layers does)
 
     assert sys.modules["torch_npu"] is simulated_npu
     assert importlib.util.find_spec("torch_npu").name == "torch_npu"  # library probes do not raise
@@ -170,7 +170,7 @@ def test_runtime_call_sites_match_the_static_scan(simulated_npu):
     device.mem_get_info()
     ran = simulator.call_sites()
     static = simulator.static_call_sites(REPO)
-    ops_files = {"packages/ascend-ops/src/ascend_ops/_npu.py", "packages/ascend-ops/src/ascend_ops/_npu_moe.py",
+    ops_files = {"packages/ascend-ops/src/ascend_ops/npu/layers.py", "packages/ascend-ops/src/ascend_ops/npu/moe.py",
                  "packages/ascend-ops/src/ascend_ops/device/_npu.py"}
     ours = {site for site in ran if site[0] in ops_files}
     assert ours, "no call site recorded in our NPU modules"

@@ -74,7 +74,7 @@ def native_available() -> bool:
 def native_vector_isa() -> str | None:
     """The x86 vector extension ``ascend_ops._C`` was compiled for ("avx512", "avx2" or
     "generic", from its ``-march``), or None when it is not built. Kernel layouts that were
-    measured per ISA (``_native_linear``, ``_native_moe``) choose by it."""
+    measured per ISA (``native.linear``, ``native.moe``) choose by it."""
     mod = _load_native()
     if mod is None:
         return None

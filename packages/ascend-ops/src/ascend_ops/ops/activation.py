@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops import _checks, _native, _npu, reference
+from ascend_ops import reference
 from ascend_ops._dispatch import count, eager_direct, select_backend
+from ascend_ops.checks import layers as _checks
+from ascend_ops.native import layers as _native
+from ascend_ops.npu import layers as _npu
 
 
 def _swiglu_impl(x: torch.Tensor) -> torch.Tensor:

@@ -9,8 +9,12 @@ from typing import Any
 
 import torch
 
-from ascend_ops import _checks, _checks_kv, _native, _npu, reference
+from ascend_ops import reference
 from ascend_ops._dispatch import count, eager_direct, select_backend
+from ascend_ops.checks import kv_cache as _checks_kv
+from ascend_ops.checks import layers as _checks
+from ascend_ops.native import layers as _native
+from ascend_ops.npu import layers as _npu
 from ascend_ops.reference import kv_quant
 
 

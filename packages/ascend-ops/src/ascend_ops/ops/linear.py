@@ -4,7 +4,7 @@
 
 ``pack_linear_weight(weight)`` returns an integer handle; ``linear(x, weight, bias, handle)``
 computes ``x @ weight^T + bias``. Only the native CPU backend uses the handle (a packed copy
-of the weight kept inside ``ascend_ops._native_linear``: the grouped-matmul column blocks for
+of the weight kept inside ``ascend_ops.native.linear``: the grouped-matmul column blocks for
 decode rows, and on AVX-512 builds oneDNN's layout for wider bfloat16 / float16 inputs); the NPU
 branch and the reference ignore it and read ``weight``, which stays the plain ``[N, K]`` tensor on every backend.
 """
@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops import _native_linear, reference
-from ascend_ops._checks import float_tensor
+from ascend_ops import reference
 from ascend_ops._dispatch import count, eager_direct, select_backend
+from ascend_ops.checks.layers import float_tensor
+from ascend_ops.native import linear as _native_linear
 
 
 def _check(x, weight, bias) -> None:
@@ -58,7 +59,7 @@ def pack_linear_weight(weight: torch.Tensor) -> int:
     """Prepack ``weight`` [N, K] for the native CPU backend; return its handle.
 
     Returns -1 (plain ``aten.linear``) unless the weight is a 2-D CPU tensor, the native backend
-    is the one that would run and a packing applies (``_native_linear.packable``: ``_C``'s column
+    is the one that would run and a packing applies (``native.linear.packable``: ``_C``'s column
     blocks for decode rows, every float dtype; PyTorch's oneDNN pack beside them for larger
     inputs: float32 wherever oneDNN runs float32, bfloat16 / float16 on AVX-512 builds where the
     CPU has those kernels). The pack is rebuilt

@@ -12,16 +12,17 @@ Indices are int32/int64 device tensors, read only on the device (no host sync), 
 graph stays valid when the adapters of the batch change. The segment forms take a host
 ``num_tokens`` (the segments' total) so their shapes are static.
 NPU: ``torch_npu.npu_batch_gather_matmul_`` on Atlas A2 (the products it is documented for), an
-aten composition on A3/310P and outside its limits (see ``ascend_ops._npu_lora``).
+aten composition on A3/310P and outside its limits (see ``ascend_ops.npu.lora``).
 """
 
 from __future__ import annotations
 
 import torch
 
-from ascend_ops import _checks_lora as chk
-from ascend_ops import _native_lora, _npu_lora
 from ascend_ops._dispatch import count, eager_direct, select_backend
+from ascend_ops.checks import lora as chk
+from ascend_ops.native import lora as _native_lora
+from ascend_ops.npu import lora as _npu_lora
 from ascend_ops.reference import lora as ref
 
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops import _checks, _npu_mla
 from ascend_ops._dispatch import count, eager_direct, select_backend
+from ascend_ops.checks import layers as _checks
+from ascend_ops.npu import mla as _npu_mla
 from ascend_ops.ops.attention import fused_infer_attention
 from ascend_ops.ops.kv_cache import reshape_and_cache
 from ascend_ops.reference import mla as mla_reference
@@ -144,7 +145,7 @@ def mla_decode(q_nope: torch.Tensor, q_pe: torch.Tensor, kv_c_cache: torch.Tenso
     host lists of B ints. Returns [T, N, L] in q_nope's dtype (float32 math).
     NPU: ``npu_fused_infer_attention_score`` with ``query_rope``/``key_rope``, the latent cache as
     key and value, ``num_key_value_heads=1`` (vllm-ascend's MLA decode mapping; see
-    ``ascend_ops._npu_mla``). CPU: the vectorised reference (no C++ kernel).
+    ``ascend_ops.npu.mla``). CPU: the vectorised reference (no C++ kernel).
     NPU head count: FIA's MLA path takes N in {1, 2, 4, ..., 128}; another N is zero-padded to
     the next power of two for the call and the padded heads are dropped (vllm-ascend's
     ``num_heads_padded``).

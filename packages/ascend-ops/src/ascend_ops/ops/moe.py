@@ -4,8 +4,8 @@
 ``grouped_matmul``, ``grouped_matmul_swiglu``.
 
 Semantics and index conventions are written out in ``ascend_ops.reference.moe`` (the oracle); the
-NPU branch maps each op onto its torch_npu operator (``ascend_ops._npu_moe``); the ``native``
-backend runs a vectorized torch implementation (``ascend_ops._native_moe``), with a C++ kernel
+NPU branch maps each op onto its torch_npu operator (``ascend_ops.npu.moe``); the ``native``
+backend runs a vectorized torch implementation (``ascend_ops.native.moe``), with a C++ kernel
 (``_C.grouped_matmul``) for ``grouped_matmul`` at decode-sized groups on N-major weights, and
 kernels on prepacked experts (``_C.grouped_matmul_packed``, ``_C.grouped_matmul_packed_swiglu``).
 """
@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops import _checks, _native_moe, _npu_moe
 from ascend_ops._dispatch import count, eager_direct, select_backend
+from ascend_ops.checks import layers as _checks
+from ascend_ops.native import moe as _native_moe
+from ascend_ops.npu import moe as _npu_moe
 from ascend_ops.reference import moe as reference
 
 SCORING_FUNCTIONS = ("softmax", "sigmoid")
@@ -340,9 +342,9 @@ def pack_grouped_matmul_weight(weight: torch.Tensor) -> int:
     """Prepack expert weights ``weight`` [E, K, N] for the native CPU backend; return the handle.
 
     Returns -1 (no pack: ``grouped_matmul`` reads ``weight`` itself) unless ``weight`` is a 3-D
-    CPU tensor of a dtype in ``_native_moe.packed_dtypes()`` (float32, bfloat16, float16) and the
+    CPU tensor of a dtype in ``native.moe.packed_dtypes()`` (float32, bfloat16, float16) and the
     native backend is the one that would run. The
-    pack (``ascend_ops._native_moe``; one more copy of the weight bytes) is rebuilt on first use
+    pack (``ascend_ops.native.moe``; one more copy of the weight bytes) is rebuilt on first use
     after ``weight`` is written in place or moved. Raises TypeError for a non-float ``weight``.
     """
     _checks.float_tensor("weight", weight)

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops import _checks_quant, _native_quant, _npu_quant
 from ascend_ops._dispatch import count, eager_direct, select_backend
+from ascend_ops.checks import quant as _checks_quant
+from ascend_ops.native import quant as _native_quant
+from ascend_ops.npu import quant as _npu_quant
 from ascend_ops.reference import quant as ref
 
 

@@ -5,7 +5,7 @@
 The expert step of an Ascend W8A8_DYNAMIC MoE layer (msModelSlim checkpoints): the routed rows,
 quantized per token by ``dynamic_quant``, times each expert's int8 weight with int32
 accumulation, dequantized by the expert's per-output-channel weight scale and the rows'
-per-token scales. NPU: torch_npu ``npu_grouped_matmul`` (``ascend_ops._npu_quant_moe``);
+per-token scales. NPU: torch_npu ``npu_grouped_matmul`` (``ascend_ops.npu.quant_moe``);
 native: per-expert ``torch._int_mm``; reference: float64 (``ascend_ops.reference.quant_moe``).
 """
 
@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops import _checks, _native_quant_moe, _npu_quant_moe
-from ascend_ops._checks_quant import HALF_OUT
 from ascend_ops._dispatch import count, select_backend
+from ascend_ops.checks import layers as _checks
+from ascend_ops.checks.quant import HALF_OUT
+from ascend_ops.native import quant_moe as _native_quant_moe
+from ascend_ops.npu import quant_moe as _npu_quant_moe
 from ascend_ops.reference import quant_moe as reference
 
 

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops import _checks, _native, reference
+from ascend_ops import reference
 from ascend_ops._dispatch import count, eager_direct, select_backend
+from ascend_ops.checks import layers as _checks
+from ascend_ops.native import layers as _native
 
 
 def _check(logits: torch.Tensor) -> None:

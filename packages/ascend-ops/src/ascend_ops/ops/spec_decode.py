@@ -5,7 +5,7 @@
 
 Semantics: vLLM 0.32 ``vllm/v1/sample/rejection_sampler.py`` (Leviathan et al.,
 arXiv:2211.17192); the rule is spelled out in ``ascend_ops.reference.spec_decode``. Randomness
-is an input (``uniform_probs``, ``inv_q``), so the NPU branch (``ascend_ops._npu_spec``: aten
+is an input (``uniform_probs``, ``inv_q``), so the NPU branch (``ascend_ops.npu.spec_decode``: aten
 device ops, no torch_npu operator exists for it), the native C++ kernel
 (``csrc/spec_decode.cpp``) and the reference agree token for token on the same noise.
 """
@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops import _checks_spec as chk
-from ascend_ops import _native_spec, _npu_spec
 from ascend_ops._dispatch import count, eager_direct, select_backend
+from ascend_ops.checks import spec_decode as chk
+from ascend_ops.native import spec_decode as _native_spec
+from ascend_ops.npu import spec_decode as _npu_spec
 from ascend_ops.reference import spec_decode as ref
 
 PLACEHOLDER_TOKEN_ID = ref.PLACEHOLDER_TOKEN_ID

@@ -75,17 +75,17 @@ _MODULE_KEYS = ("torch_npu", "torch.npu", "torch_npu.npu")
 
 
 def _npu_modules() -> list:
-    """ascend_ops' NPU modules: ``ascend_ops._npu*`` and ``ascend_ops.device._npu*``."""
+    """ascend_ops' NPU modules: ``ascend_ops.npu.*`` and ``ascend_ops.device._npu*``."""
     import importlib
     import pkgutil
 
-    import ascend_ops
     import ascend_ops.device
+    import ascend_ops.npu
 
     mods = []
-    for pkg in (ascend_ops, ascend_ops.device):
+    for pkg, prefix in ((ascend_ops.npu, ""), (ascend_ops.device, "_npu")):
         for info in pkgutil.iter_modules(pkg.__path__):
-            if info.name.startswith("_npu"):
+            if info.name.startswith(prefix):
                 mods.append(importlib.import_module(f"{pkg.__name__}.{info.name}"))
     return mods
 

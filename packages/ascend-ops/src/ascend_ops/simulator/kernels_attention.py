@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops.simulator.constraints import FIA_LAYOUT_SPLIT
+from ascend_ops.simulator.constraints.core import FIA_LAYOUT_SPLIT
 
 _UNMODELLED = (
     "pse_shift", "dequant_scale1", "quant_scale1", "dequant_scale2", "quant_scale2",

@@ -2,7 +2,7 @@
 # Copyright 2026 The vllm-ascend authors
 """NPU branch of the MLA ops: each mapped onto the torch_npu operator vllm-ascend uses.
 
-torch_npu is found at call time (``ascend_ops._npu.torch_npu``), so the simulated torch_npu
+torch_npu is found at call time (``ascend_ops.npu.layers.torch_npu``), so the simulated torch_npu
 (``ascend_ops.simulator``) runs this branch on a CPU. Argument names follow the torch-npu 2.13.0
 wheel's published schema of ``npu_fused_infer_attention_score``.
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops._npu import _causal_mask, _paged, torch_npu
+from ascend_ops.npu.layers import _causal_mask, _paged, torch_npu
 
 
 def padded_heads(n: int) -> int:

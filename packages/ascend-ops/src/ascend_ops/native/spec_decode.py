@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from ascend_ops._dispatch import native_module
-from ascend_ops._native import DTYPE_CODES
+from ascend_ops.native.layers import DTYPE_CODES
 
 
 def _i64(t):

@@ -13,7 +13,7 @@ Sources (each rule cites one):
   key/value [num_tokens, num_heads, head_size], caches [num_blocks, block_size, num_heads,
   head_size], one dtype of float16/bfloat16/int8, slotMapping int32.
 * Rotary-embedding rules (``_npu_rotary_embedding``, ``npu_mrope``) and their sources are in
-  ``constraints_rope``.
+  ``constraints.rope``.
 * [ATB-TENSOR] ATB operators receive ``atb::Tensor`` descriptors (data pointer + shape, no
   strides; built in op-plugin ``op_plugin/utils/custom_functions/atb/AtbCommon.h``), so a
   non-contiguous tensor would be read as if it were contiguous: the simulator refuses it.
@@ -386,13 +386,13 @@ def check(op: str, args: dict) -> None:
 
 
 # the int8 operators' rules live in their own module (it imports the helpers above)
-from ascend_ops.simulator.constraints_moe import MOE_RULES  # noqa: E402
-from ascend_ops.simulator.constraints_quant import QUANT_RULES  # noqa: E402
+from ascend_ops.simulator.constraints.moe import MOE_RULES  # noqa: E402
+from ascend_ops.simulator.constraints.quant import QUANT_RULES  # noqa: E402
 
 RULES.update(QUANT_RULES)
 RULES.update(MOE_RULES)
 
 # the rotary-embedding operators' rules live in their own module (it imports the helpers above)
-from ascend_ops.simulator.constraints_rope import ROPE_RULES  # noqa: E402
+from ascend_ops.simulator.constraints.rope import ROPE_RULES  # noqa: E402
 
 RULES.update(ROPE_RULES)

@@ -15,7 +15,7 @@ kernel honours it when ``/sys/kernel/mm/transparent_hugepage/enabled`` is ``alwa
 alive; the mapping is unmapped when the last tensor on it goes). Smaller buffers, hosts without
 ``MADV_HUGEPAGE`` (not Linux) or without THP, and ``ASCEND_OPS_HUGE_PAGES=0`` get a plain
 ``torch.empty`` (:func:`enabled`): the advice only changes speed, never results. Used for the native backend's own packs
-(``_native_moe``, ``_native_linear``); nothing on the NPU branch allocates here.
+(``native.moe``, ``native.linear``); nothing on the NPU branch allocates here.
 """
 
 from __future__ import annotations

@@ -118,7 +118,7 @@ def rotary_values(positions, cos_sin_cache) -> None:
 def reshape_and_cache(key, value, key_cache, value_cache, slot_mapping) -> None:
     float_tensor("key", key, 3)
     float_tensor("value", value, 3)
-    from ascend_ops import _checks_kv  # imports this module
+    from ascend_ops.checks import kv_cache as _checks_kv  # imports this module
 
     _checks_kv.cache_tensor("key_cache", key_cache, 4)
     _checks_kv.cache_tensor("value_cache", value_cache, 4)
@@ -167,7 +167,7 @@ def attention(query, key_cache, value_cache, block_table, query_start_loc, seq_l
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     float_tensor("query", query, 3 if layout == "TND" else 4)
-    from ascend_ops import _checks_kv  # imports this module
+    from ascend_ops.checks import kv_cache as _checks_kv  # imports this module
 
     _checks_kv.cache_tensor("key_cache", key_cache, 4)
     _checks_kv.cache_tensor("value_cache", value_cache, 4)

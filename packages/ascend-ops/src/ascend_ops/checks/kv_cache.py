@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops._checks import FLOAT_DTYPES, tensor
+from ascend_ops.checks.layers import FLOAT_DTYPES, tensor
 from ascend_ops.reference.kv_quant import FP8_DTYPES
 
 #: dtypes a KV cache may be stored in (CPU branches)

@@ -16,11 +16,11 @@ references in ``ascend_ops.reference.moe`` (same semantics, written out there).
 Prepacked experts: :func:`pack` copies a weight once into ``_C``'s column-block layout
 (``csrc/moe_packed.cpp``: per expert, blocks of 32 output columns each holding its K x 32 weights
 contiguously, k-major; bf16 in k pairs for AVX512-BF16's ``vdpbf16ps``), kept here under an
-integer handle like ``_native_linear``'s packs; ``grouped_matmul(..., handle)`` at decode sizes
+integer handle like ``native.linear``'s packs; ``grouped_matmul(..., handle)`` at decode sizes
 then streams the contiguous blocks of a work item (up to 4 on AVX-512 builds, 2 elsewhere);
 ``grouped_matmul_swiglu(..., handle)`` takes each gate block with its up block in one work item
 and writes only the SwiGLU (``csrc/moe_packed_swiglu.cpp``). Packs of 2 MiB or more sit on huge
-pages (``_host_memory``). The
+pages (``native.host_memory``). The
 plain weight stays the source of truth: a pack is rebuilt when its weight was written in place
 (``_version``) or moved (``data_ptr``). The copy costs the experts' weight bytes once more in
 host memory.
@@ -32,11 +32,11 @@ from dataclasses import dataclass
 
 import torch
 
-from ascend_ops import _checks
-from ascend_ops import _host_memory as host_memory
 from ascend_ops._dispatch import native_module
-from ascend_ops._native import DTYPE_CODES
-from ascend_ops._pack_registry import PackRegistry
+from ascend_ops.checks import layers as _checks
+from ascend_ops.native import host_memory
+from ascend_ops.native.layers import DTYPE_CODES
+from ascend_ops.native.pack_registry import PackRegistry
 
 SMALL_GROUP_ROWS = {torch.float32: 32, torch.bfloat16: 8, torch.float16: 8}
 
@@ -229,7 +229,7 @@ def grouped_matmul_swiglu(x, weight, group_list, handle: int = -1):
     small = x.shape[0] <= SMALL_GROUP_ROWS[x.dtype] * num_experts
     entry = _packed_entry(weight, handle) if small and n % 64 == 0 else None
     if entry is None:
-        from ascend_ops import _native
+        from ascend_ops.native import layers as _native
 
         return _native.swiglu(grouped_matmul(x, weight, group_list, handle))
     x = x.contiguous()

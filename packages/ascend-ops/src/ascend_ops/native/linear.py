@@ -60,10 +60,10 @@ from dataclasses import dataclass
 
 import torch
 
-from ascend_ops import _host_memory as host_memory
 from ascend_ops._dispatch import native_module, native_vector_isa
-from ascend_ops._native import DTYPE_CODES
-from ascend_ops._pack_registry import PackRegistry
+from ascend_ops.native import host_memory
+from ascend_ops.native.layers import DTYPE_CODES
+from ascend_ops.native.pack_registry import PackRegistry
 
 #: Most rows the column blocks serve by default: a decode kernel (register tiles of up to 8 rows
 #: on AVX-512, 4 elsewhere). The limit where the ``"blocks"`` layout is the only pack (bfloat16 /

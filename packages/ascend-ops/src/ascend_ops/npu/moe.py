@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops._npu import torch_npu
+from ascend_ops.npu.layers import torch_npu
 
 _SCORING_NORM_TYPE = {"softmax": 0, "sigmoid": 1}
 

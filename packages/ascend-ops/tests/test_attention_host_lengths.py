@@ -10,7 +10,7 @@ from __future__ import annotations
 import ascend_ops
 import pytest
 import torch
-from ascend_ops.checks import layers as _checks
+from ascend_ops.checks import attention as _checks
 from conftest import make_paged_problem, naive_attention
 
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import torch
 
 from ascend_ops._dispatch import native_module
-from ascend_ops.checks import layers as _checks
+from ascend_ops.checks import tensors as _checks
 from ascend_ops.native import host_memory
 from ascend_ops.native.layers import DTYPE_CODES
 from ascend_ops.native.pack_registry import PackRegistry

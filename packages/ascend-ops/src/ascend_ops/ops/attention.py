@@ -11,8 +11,8 @@ import torch
 
 from ascend_ops import reference
 from ascend_ops._dispatch import count, eager_direct, select_backend
+from ascend_ops.checks import attention as _checks
 from ascend_ops.checks import kv_cache as _checks_kv
-from ascend_ops.checks import layers as _checks
 from ascend_ops.native import layers as _native
 from ascend_ops.npu import layers as _npu
 from ascend_ops.reference import kv_quant

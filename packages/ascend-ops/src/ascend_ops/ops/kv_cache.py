@@ -9,7 +9,6 @@ import torch
 from ascend_ops import reference
 from ascend_ops._dispatch import count, eager_direct, select_backend
 from ascend_ops.checks import kv_cache as _checks_kv
-from ascend_ops.checks import layers as _checks
 from ascend_ops.native import layers as _native
 from ascend_ops.npu import layers as _npu
 from ascend_ops.reference import kv_quant
@@ -24,7 +23,7 @@ def _reshape_and_cache_impl(
     k_scale: float = 1.0,
     v_scale: float = 1.0,
 ) -> None:
-    _checks.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
+    _checks_kv.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
     _checks_kv.cache_scales(key, key_cache, k_scale, v_scale)
     backend = select_backend(key)
     count("reshape_and_cache", backend)
@@ -33,7 +32,7 @@ def _reshape_and_cache_impl(
         raise _checks_kv.npu_cache_error("reshape_and_cache", key_cache.dtype, key.dtype)
     if stored:
         # quantize on write (reference/kv_quant.py), then the plain scatter below
-        _checks.slot_values(slot_mapping, key_cache)
+        _checks_kv.slot_values(slot_mapping, key_cache)
         reference.reshape_and_cache(
             kv_quant.quantize(key, key_cache.dtype, k_scale),
             kv_quant.quantize(value, value_cache.dtype, v_scale),
@@ -48,7 +47,7 @@ def _reshape_and_cache_impl(
         # illegal inside a graph capture); the ATB kernel bounds-checks on the device
         _npu.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
         return
-    _checks.slot_values(slot_mapping, key_cache)
+    _checks_kv.slot_values(slot_mapping, key_cache)
     reference.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
 
 
@@ -59,7 +58,7 @@ _reshape_and_cache_op = torch.library.custom_op(
 
 @_reshape_and_cache_op.register_fake
 def _(key, value, key_cache, value_cache, slot_mapping, k_scale=1.0, v_scale=1.0):
-    _checks.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
+    _checks_kv.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
 
 
 def reshape_and_cache(

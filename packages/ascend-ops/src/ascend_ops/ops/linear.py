@@ -15,7 +15,7 @@ import torch
 
 from ascend_ops import reference
 from ascend_ops._dispatch import count, eager_direct, select_backend
-from ascend_ops.checks.layers import float_tensor
+from ascend_ops.checks.tensors import float_tensor
 from ascend_ops.native import linear as _native_linear
 
 

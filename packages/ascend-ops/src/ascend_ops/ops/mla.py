@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from ascend_ops._dispatch import count, eager_direct, select_backend
-from ascend_ops.checks import layers as _checks
+from ascend_ops.checks import tensors as _checks
 from ascend_ops.npu import mla as _npu_mla
 from ascend_ops.ops.attention import fused_infer_attention
 from ascend_ops.ops.kv_cache import reshape_and_cache

@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 
 from ascend_ops._dispatch import count, eager_direct, select_backend
-from ascend_ops.checks import layers as _checks
+from ascend_ops.checks import tensors as _checks
 from ascend_ops.native import moe as _native_moe
 from ascend_ops.npu import moe as _npu_moe
 from ascend_ops.reference import moe as reference

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from ascend_ops._dispatch import count, select_backend
-from ascend_ops.checks import layers as _checks
+from ascend_ops.checks import tensors as _checks
 from ascend_ops.checks.quant import HALF_OUT
 from ascend_ops.native import quant_moe as _native_quant_moe
 from ascend_ops.npu import quant_moe as _npu_quant_moe

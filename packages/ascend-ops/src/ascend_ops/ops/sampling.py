@@ -15,7 +15,7 @@ import torch
 
 from ascend_ops import reference
 from ascend_ops._dispatch import count, eager_direct, select_backend
-from ascend_ops.checks import layers as _checks
+from ascend_ops.checks import tensors as _checks
 from ascend_ops.native import layers as _native
 
 

@@ -6,7 +6,7 @@ paged KV cache, written from the operator's documentation (``torch_npu/_op_plugi
     attention_out = softmax(scale * (query . key^T [+ query_rope . key_rope^T]) + mask) . value
 
 * ``input_layout`` names the query layout and, after ``_``, the output layout
-  (``constraints.FIA_LAYOUT_SPLIT``, from op-plugin FusedInferAttentionScoreKernelNpuOpApi.cpp
+  (``constraints.core.FIA_LAYOUT_SPLIT``, from op-plugin FusedInferAttentionScoreKernelNpuOpApi.cpp
   @517f2e7:41-89); query layouts TND [T, N, D] (``actual_seq_lengths`` = cumulative query ends),
   BSND [B, S, N, D], BNSD (also BNSD_BSND, BNSD_NBSD) [B, N, S, D], BSH [B, S, N*D]
   (``actual_seq_lengths`` = per-batch query lengths, optional), TND_NTD as TND;

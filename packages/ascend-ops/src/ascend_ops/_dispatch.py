@@ -15,13 +15,16 @@ pure-torch reference kernels (3-20x slower, ``benchmarks/``) run only when chose
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
-import sys
 import threading
 from collections import Counter
 from collections.abc import Iterator
+from types import ModuleType
 
 import torch
+
+from ascend_ops.device import hooks
 
 BACKENDS = ("npu", "native", "reference")
 
@@ -29,7 +32,7 @@ _lock = threading.Lock()
 _forced: list[str] = []
 #: calls per (op, backend); per-op totals are summed in ``call_counts`` (one update per call)
 _backend_counts: Counter[tuple[str, str]] = Counter()
-_native_module = None
+_native_module: ModuleType | None = None
 _native_error: str | None = None
 _Tensor = torch.Tensor
 _dispatch_stack_len = torch._C._len_torch_dispatch_stack
@@ -46,7 +49,7 @@ class NativeKernelsMissing(RuntimeError):
 
 
 # patch: native-omp-wait-policy (declared in vllm_ascend_platform.patches; docs/architecture.md)
-def _load_native():
+def _load_native() -> ModuleType | None:
     global _native_module, _native_error
     if _native_module is None and _native_error is None:
         # libgomp reads its wait policy when it loads: ask ours (not torch's) to sleep instead of
@@ -55,9 +58,9 @@ def _load_native():
         old = os.environ.get("OMP_WAIT_POLICY")
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         try:
-            from ascend_ops import _C  # type: ignore[attr-defined]
-
-            _native_module = _C
+            # by name: the extension is a leaf, and a ``from ascend_ops import _C`` statement
+            # reads as an import of this package from a module the package imports
+            _native_module = importlib.import_module("ascend_ops._C")
         except ImportError as exc:  # built without the hook, or no compiler was available
             _native_error = f"{type(exc).__name__}: {exc}"
         finally:
@@ -81,7 +84,7 @@ def native_vector_isa() -> str | None:
     return mod.vector_isa() if hasattr(mod, "vector_isa") else "avx512"  # built before the query
 
 
-def native_module():
+def native_module() -> ModuleType:
     """Return the ``ascend_ops._C`` module; RuntimeError saying how to build it when absent."""
     mod = _load_native()
     if mod is None:
@@ -178,9 +181,7 @@ def select_backend(t: torch.Tensor) -> str:
     return "reference"
 
 
-def _simulated() -> bool:
-    sim = sys.modules.get("ascend_ops.simulator")
-    return sim is not None and sim.active()
+_simulated = hooks.simulator_active  # the simulated NPU registers there (device/hooks.py)
 
 
 def eager_direct(*tensors: torch.Tensor) -> bool:

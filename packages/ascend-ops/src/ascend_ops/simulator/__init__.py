@@ -18,6 +18,7 @@ import threading
 
 import torch
 
+from ascend_ops.device import hooks
 from ascend_ops.simulator import ledger  # callable: ledger() -> the process-wide Ledger
 from ascend_ops.simulator.errors import SimulatedNpuError
 from ascend_ops.simulator.ledger import Ledger, call_sites, static_call_sites
@@ -68,6 +69,7 @@ def install(capacity_bytes: int | None = None, device_count: int | None = None):
         streams.patch_host_reads(True)
         streams.ensure_mode()  # this thread's device ops meet the asynchronous device
         _installed["module"] = module
+        hooks.register_simulator(account_alloc, account_free)
         return module
 
 
@@ -140,6 +142,7 @@ def uninstall() -> None:
         for mod, name, fn in _installed["wrapped"]:
             setattr(mod, name, fn)
         _installed.clear()
+        hooks.unregister_simulator()
 
 
 def _visible_devices() -> int:

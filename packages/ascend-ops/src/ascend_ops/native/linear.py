@@ -206,3 +206,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, han
     else:
         out = torch.ops.mkldnn._linear_pointwise(x2, entry.onednn, bias, "none", [], "")
     return out if x.dim() == 2 else out.view(*x.shape[:-1], weight.shape[0])
+
+
+#: the family table's name for :func:`pack`
+pack_linear_weight = pack

@@ -91,7 +91,7 @@ def moe_gating_top_k(router_logits, top_k, scoring, renormalize, num_expert_grou
     return weights, ids.to(torch.int32)
 
 
-def moe_init_routing(x, expert_idx):
+def moe_init_routing(x, expert_idx, num_experts=-1):
     num_tokens, k = expert_idx.shape
     if x.device.type == "cpu":  # one C++ call (csrc/moe_routing.cpp): counting sort + row gather
         x = x.contiguous()
@@ -240,3 +240,7 @@ def grouped_matmul_swiglu(x, weight, group_list, handle: int = -1):
         n, num_experts, DTYPE_CODES[x.dtype],
     )
     return out
+
+
+#: the family table's name for :func:`pack`
+pack_grouped_matmul_weight = pack

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops import reference
-from ascend_ops._dispatch import count, eager_direct, select_backend
+from ascend_ops._dispatch import eager_direct
 from ascend_ops.checks.tensors import float_tensor
+from ascend_ops.families import FAMILIES
 from ascend_ops.native import linear as _native_linear
+
+_LINEAR = FAMILIES["linear"]
 
 
 def _check(x, weight, bias) -> None:
@@ -37,13 +39,7 @@ def _check(x, weight, bias) -> None:
 def _linear_impl(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
                  handle: int) -> torch.Tensor:
     _check(x, weight, bias)
-    backend = select_backend(x)
-    count("linear", backend)
-    if backend == "npu":
-        return torch.nn.functional.linear(x, weight, bias)  # aten.linear on the NPU tensors
-    if backend == "native":
-        return _native_linear.linear(x, weight, bias, handle)
-    return reference.linear(x, weight, bias)
+    return _LINEAR.pick("linear", x).linear(x, weight, bias, handle)
 
 
 _linear_op = torch.library.custom_op("ascend::linear", mutates_args=())(_linear_impl)
@@ -67,9 +63,9 @@ def pack_linear_weight(weight: torch.Tensor) -> int:
     ``weight``.
     """
     float_tensor("weight", weight)
-    if weight.device.type != "cpu" or select_backend(weight) != "native":
+    if weight.device.type != "cpu":
         return -1
-    return _native_linear.pack(weight)
+    return _LINEAR.peek(weight).pack_linear_weight(weight)
 
 
 def release_linear_weight(handle: int) -> None:

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops._dispatch import count, select_backend
 from ascend_ops.checks import tensors as _checks
 from ascend_ops.checks.quant import HALF_OUT
-from ascend_ops.native import quant_moe as _native_quant_moe
-from ascend_ops.npu import quant_moe as _npu_quant_moe
-from ascend_ops.reference import quant_moe as reference
+from ascend_ops.families import FAMILIES
+
+_QUANT_MOE = FAMILIES["quant_moe"]
 
 
 def check_grouped_quant_matmul(x, weight, scale, pertoken_scale, group_list, output_dtype) -> None:
@@ -49,10 +48,8 @@ def check_grouped_quant_matmul(x, weight, scale, pertoken_scale, group_list, out
 def _gqmm_op(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor,
              pertoken_scale: torch.Tensor, group_list: torch.Tensor,
              output_dtype: torch.dtype) -> torch.Tensor:
-    backend = select_backend(x)
-    count("grouped_quant_matmul", backend)
-    impl = {"npu": _npu_quant_moe, "native": _native_quant_moe, "reference": reference}[backend]
-    return impl.grouped_quant_matmul(x, weight, scale, pertoken_scale, group_list, output_dtype)
+    return _QUANT_MOE.pick("grouped_quant_matmul", x).grouped_quant_matmul(
+        x, weight, scale, pertoken_scale, group_list, output_dtype)
 
 
 @_gqmm_op.register_fake

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops import reference
-from ascend_ops._dispatch import count, eager_direct, select_backend
+from ascend_ops._dispatch import eager_direct
 from ascend_ops.checks import layers as _checks
-from ascend_ops.native import layers as _native
-from ascend_ops.npu import layers as _npu
+from ascend_ops.families import FAMILIES
+
+_ROTARY = FAMILIES["rotary"]
 
 
 def _rotary_impl(
@@ -22,14 +22,8 @@ def _rotary_impl(
     is_neox: bool,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     _checks.rotary(positions, query, key, head_size, cos_sin_cache)
-    backend = select_backend(query)
-    count("rotary_embedding", backend)
-    if backend == "npu":
-        return _npu.rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox)
-    if backend == "native":
-        return _native.rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox)
-    _checks.rotary_values(positions, cos_sin_cache)
-    return reference.rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox)
+    return _ROTARY.pick("rotary_embedding", query).rotary_embedding(
+        positions, query, key, head_size, cos_sin_cache, is_neox)
 
 
 _rotary_op = torch.library.custom_op("ascend::rotary_embedding", mutates_args=())(_rotary_impl)

@@ -6,7 +6,7 @@ Selection rule (ops contract): tensors on an ``npu`` device, or any tensor while
 (``ascend_ops.simulator.install()``, docs/simulated-npu.md) is active -> the torch_npu branch;
 otherwise (CPU tensors) the compiled ``ascend_ops._C`` kernels. When ``_C`` did not import, a CPU
 call raises :class:`NativeKernelsMissing` naming the import failure and the rebuild command: the
-pure-torch reference kernels (3-20x slower, ``benchmarks/``) run only when chosen explicitly.
+pure-torch reference kernels (slower, ``benchmarks/``) run only when chosen explicitly.
 ``use_backend`` (or the ``ASCEND_OPS_BACKEND`` environment variable) forces one backend; forcing
 ``native`` when ``_C`` did not import is an error too, never a silent fallback.
 ``ascend_ops.backends.kernel_backends`` reports the choice per op family.

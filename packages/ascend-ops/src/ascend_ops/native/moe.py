@@ -8,9 +8,10 @@ expert) are bound by streaming the weights, and torch's per-expert ``mm`` calls 
 a fraction of memory bandwidth; ``_C.grouped_matmul`` reads every used expert's weights once,
 over all experts in one OpenMP region. It takes N-major weights (stride 1 along K: vLLM's
 [E, N, K] expert layout viewed as [E, K, N], what ``vllm_ascend_models`` passes) and runs while
-the mean rows per expert stays at or below ``SMALL_GROUP_ROWS[dtype]`` (measured crossover on
-an AVX-512 EPYC, where torch's GEMM wins at larger groups: float32 32, bf16 and fp16 8). Other
-layouts and larger groups use the per-expert torch loop. Checked against the loop-based
+the mean rows per expert stays at or below ``SMALL_GROUP_ROWS[dtype]`` (the crossover above
+which torch's GEMM wins: float32 32, bf16 and fp16 8; measurement in benchmarks/README.md,
+"Design measurements behind ascend-ops kernels"). Other layouts and larger groups use the
+per-expert torch loop. Checked against the loop-based
 references in ``ascend_ops.reference.moe`` (same semantics, written out there).
 
 Prepacked experts: :func:`pack` copies a weight once into ``_C``'s column-block layout
@@ -41,13 +42,12 @@ from ascend_ops.native.pack_registry import PackRegistry
 SMALL_GROUP_ROWS = {torch.float32: 32, torch.bfloat16: 8, torch.float16: 8}
 
 #: dtypes whose expert weights get packed (:func:`pack`) on every build. float32 was left on the
-#: N-major kernel on AVX-512 builds until the packed kernel's paired column blocks: measured then
-#: at decode shapes (moe_bench.py's layer, weights streamed from memory, 2-core Xeon with AVX-512)
-#: the packed float32 kernel was up to 1.4x slower for w13 at 1-2 rows per expert. Measured again
-#: after it (2-core Xeon, AVX-512 + AMX, benchmarks/README.md), the packed float32 layer ran
-#: 0.98-1.06x vLLM's CPU MoE at 1-64 tokens where the N-major one ran 1.14-1.23x. Without
-#: AVX-512 a 16-lane vector is two AVX2 halves and the N-major kernel's 4 x 4 tiles do not fit the
-#: 16 ymm registers, so the packed kernel is the faster one there too.
+#: N-major kernel on AVX-512 builds until the packed kernel's paired column blocks made the
+#: packed float32 layer the faster one at decode shapes (moe_bench.py's layer, weights streamed
+#: from memory; before and after in benchmarks/README.md, "Design measurements behind
+#: ascend-ops kernels"). Without AVX-512 a 16-lane vector is two AVX2 halves and the N-major
+#: kernel's 4 x 4 tiles do not fit the 16 ymm registers, so the packed kernel is the faster one
+#: there too.
 PACKED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 
 

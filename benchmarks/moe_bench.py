@@ -195,7 +195,7 @@ def collapse_to_huge_pages(*tensors: torch.Tensor) -> None:
 
 def pages_note() -> str:
     """Which side's weights sit on 2 MiB pages: ours packs into mappings advised MADV_HUGEPAGE
-    (``ascend_ops._host_memory``; ``ASCEND_OPS_HUGE_PAGES=0`` turns it off); vLLM's prepacked
+    (``ascend_ops.native.host_memory``; ``ASCEND_OPS_HUGE_PAGES=0`` turns it off); vLLM's prepacked
     weights come from torch's allocator, which asks for huge pages only with
     ``THP_MEM_ALLOC_ENABLE=1`` (read by torch at its first allocation), or get them from the
     kernel when transparent huge pages are ``always``."""

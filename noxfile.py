@@ -20,7 +20,8 @@ Sessions
     lint             ruff over the repo (pyproject's [tool.ruff]: E501 at 120 columns).
     hygiene          tests/hygiene (SPDX headers, scripts/spdx.py).
     typecheck        mypy over every package's src/ at the strictness stated in pyproject's
-                     [tool.mypy] (default strictness, check_untyped_defs off; about a minute).
+                     [tool.mypy] (default strictness, check_untyped_defs off; about a minute),
+                     then stubtest of ascend_ops/_C.pyi against the compiled ascend_ops._C.
     demo             README command (a): serve SmolLM2 in emulation and ask it a question.
 Default (``nox`` with no ``-s``): ``lint``, ``hygiene`` and ``typecheck`` (fast, fail first), every
 ``tests(...)`` session, then ``e2e``, then ``npu_coverage``, then ``release``.
@@ -359,10 +360,13 @@ def hygiene(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none")
 def typecheck(session: nox.Session) -> None:
-    """mypy over ``packages/*/src`` and ``src`` with the config in pyproject.toml ([tool.mypy])."""
+    """mypy over ``packages/*/src`` and ``src`` with the config in pyproject.toml ([tool.mypy]),
+    then mypy's stubtest of ``ascend_ops/_C.pyi`` against the compiled ``ascend_ops._C`` (every
+    function, its positional arguments and its return type)."""
     _require_prepared_venv(session)
     session.chdir(ROOT)
     session.run(str(VENV_PY), "-m", "mypy", *session.posargs, external=True)
+    session.run(str(VENV_PY), "-m", "mypy.stubtest", "ascend_ops._C", external=True)
 
 
 @nox.session(venv_backend="none")

@@ -195,11 +195,11 @@ def collapse_to_huge_pages(*tensors: torch.Tensor) -> None:
 
 def pages_note() -> str:
     """Which side's weights sit on 2 MiB pages: ours packs into mappings advised MADV_HUGEPAGE
-    (``ascend_ops._host_memory``; ``ASCEND_OPS_HUGE_PAGES=0`` turns it off); vLLM's prepacked
+    (``ascend_ops.native.host_memory``; ``ASCEND_OPS_HUGE_PAGES=0`` turns it off); vLLM's prepacked
     weights come from torch's allocator, which asks for huge pages only with
     ``THP_MEM_ALLOC_ENABLE=1`` (read by torch at its first allocation), or get them from the
     kernel when transparent huge pages are ``always``."""
-    from ascend_ops import _host_memory
+    from ascend_ops.native import host_memory as _host_memory
 
     torch_thp = os.environ.get("THP_MEM_ALLOC_ENABLE", "0") not in ("", "0")
     return (f"pages: kernel THP {_host_memory.thp_mode()}, our packs "

@@ -9,7 +9,7 @@ vocab V, draft probabilities, every other request greedy, the same inputs for ev
 vLLM's kernels (``rejection_sample`` in ``vllm/v1/sample/rejection_sampler.py``) have no CPU
 backend: they run under Triton's interpreter (numpy), which is how they can be checked on a CPU,
 not how fast they are on a GPU -- read that column as "the oracle's cost", not as a competitor.
-The aten column is the NPU branch (``ascend_ops._npu_spec``) executed by CPU torch: it shows the
+The aten column is the NPU branch (``ascend_ops.npu.spec_decode``) executed by CPU torch: it shows the
 op count/memory traffic of the vectorised form, not NPU speed. Results are checked to be
 identical across backends before timing.
 
@@ -65,7 +65,7 @@ def _ascend_step(backend, p):
     import ascend_ops
 
     if backend == "aten":
-        from ascend_ops import _npu_spec as mod
+        from ascend_ops.npu import spec_decode as mod
 
         rec = mod.sample_recovered_tokens(p["draft"], p["cu"], p["dp"], p["tp"], p["inv_q"])
         return mod.rejection_sample(p["draft"], p["cu"], p["argmax"], p["tp"], p["dp"],

@@ -152,7 +152,7 @@ def main() -> int:
     print(baseline.header(), flush=True)
     print(f"read bandwidth {gbs:.1f} GB/s (x.sum() over 1 GiB, {args.threads} threads, best of 5; "
           f"load {os.getloadavg()[0]:.1f})", flush=True)
-    from ascend_ops import _host_memory
+    from ascend_ops.native import host_memory as _host_memory
 
     print(f"pages: kernel THP {_host_memory.thp_mode()}, our column-block packs "
           f"{'MADV_HUGEPAGE' if _host_memory.enabled() else 'plain'} (ASCEND_OPS_HUGE_PAGES)",

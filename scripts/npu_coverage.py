@@ -6,10 +6,11 @@ Usage: ``python scripts/npu_coverage.py DUMP_DIR [--root ROOT] [--min 100]``
 
 Every call site in the source is listed by ``ascend_ops.simulator.static_call_sites(ROOT)``
 (``{(file, line): callee}``: calls of ``torch_npu.X``, ``torch_npu().X``, ``torch.npu.X`` and our
-NPU modules ``_npu*.X`` under ``packages/*/src``). The simulated-NPU test processes write what
-they executed (``simulator.call_sites()``, ``{(file, line): calls}``) as JSON files into
-DUMP_DIR: ``{"pid": int, "sites": [[file, line, calls], ...]}``. A site counts as covered when
-any dump holds it with calls > 0. A site that static analysis finds only as part of a
+NPU modules (``ascend_ops/npu/*.py``, ``device/_npu.py``) as ``<name>.X`` under
+``packages/*/src``). The simulated-NPU test processes write what they executed
+(``simulator.call_sites()``, ``{(file, line): calls}``) as JSON files into DUMP_DIR:
+``{"pid": int, "sites": [[file, line, calls], ...]}``. A site counts as covered when any dump
+holds it with calls > 0. A site that static analysis finds only as part of a
 multi-line call is matched on the call's line span (the runtime reports the line the frame is
 executing, which Python gives as the line of the called attribute).
 

@@ -108,6 +108,15 @@ def test_build_requires_never_name_torch():
         assert not [r for r in requires if re.match(r"torch\b", r)], (name, requires)
 
 
+def test_ascend_ops_wheel_ships_its_typing(wheelhouse):
+    """The ascend-ops wheel carries the PEP 561 marker and the stub of its native module, so
+    type checkers of its users read ``ascend_ops`` and ``ascend_ops._C`` typed."""
+    wheel, _ = _files(wheelhouse, "ascend-ops")
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+    assert {"ascend_ops/py.typed", "ascend_ops/_C.pyi"} <= names
+
+
 @pytest.mark.skipif(shutil.which("objdump") is None, reason="objdump (binutils) not installed")
 def test_ascend_ops_native_module_is_portable(wheelhouse, tmp_path):
     """The released ``_C`` carries no AVX-512 instruction (zmm/k-mask registers): it must load on

@@ -10,7 +10,7 @@ import gc
 
 import pytest
 import torch
-from ascend_ops import _native_linear
+from ascend_ops.native import linear as _native_linear
 from vllm_ascend_models.linear import NO_PACK, _pack
 
 

@@ -134,8 +134,8 @@ def test_packed_experts_give_the_same_output_and_are_released(monkeypatch):
     import gc
 
     import ascend_ops
-    from ascend_ops import _native_moe
     from ascend_ops._dispatch import native_module
+    from ascend_ops.native import moe as _native_moe
     from vllm_ascend_models.moe import pack_expert_weights
 
     calls = []

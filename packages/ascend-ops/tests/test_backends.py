@@ -9,17 +9,39 @@ from pathlib import Path
 import ascend_ops
 import pytest
 import torch
-from ascend_ops import _dispatch, backends
+from ascend_ops import _dispatch, backends, families
 
 OPS_DIR = Path(ascend_ops.__file__).parent / "ops"
 
 
-def test_families_are_the_op_modules_and_native_flags_match_their_source():
+def test_families_are_the_op_modules_and_native_flags_match_their_implementations():
+    """The family table (``ascend_ops.families``) has one entry per ``ops`` module; each
+    backend's implementation module has a function for every op of the family; a family flagged
+    native has a native implementation of its own for every op, the others (MLA) serve at
+    least one op with the reference's function."""
     modules = {p.stem for p in OPS_DIR.glob("*.py") if p.stem != "__init__"}
-    assert set(backends.FAMILIES) == modules
-    for family, has_native in backends.FAMILIES.items():
-        source = (OPS_DIR / f"{family}.py").read_text()
-        assert ('"native"' in source) == has_native, family
+    assert set(backends.FAMILIES) == modules == set(families.FAMILIES)
+    for name, family in families.FAMILIES.items():
+        assert set(family.backends) == set(_dispatch.BACKENDS), name
+        for backend, impl in family.backends.items():
+            for op in family.ops:
+                assert callable(getattr(impl, op, None)), (name, backend, op)
+        native, ref = family.backends["native"], family.backends["reference"]
+        own = all(getattr(native, op) is not getattr(ref, op) for op in family.ops)
+        assert own == backends.FAMILIES[name] == family.has_native, name
+
+
+def test_op_tuples_are_read_from_the_family_table():
+    every = [op for f in families.FAMILIES.values() for op in f.ops]
+    assert len(every) == len(set(every))
+    tuples = (ascend_ops.OPS, ascend_ops.MLA_OPS, ascend_ops.LORA_OPS, ascend_ops.QUANT_OPS,
+              ascend_ops.LINEAR_OPS, ascend_ops.SPEC_DECODE_OPS, ascend_ops.SAMPLING_OPS)
+    assert sorted(op for t in tuples for op in t) == sorted(every)
+    assert ascend_ops.OPS[:2] == ("rms_norm", "add_rms_norm") and "swiglu" in ascend_ops.OPS
+    assert ascend_ops.QUANT_OPS == ("quantize", "dynamic_quant", "quant_matmul",
+                                    "grouped_quant_matmul")
+    for op in every:
+        assert callable(getattr(ascend_ops, op)), op
 
 
 @pytest.fixture

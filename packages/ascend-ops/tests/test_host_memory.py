@@ -9,7 +9,7 @@ import mmap
 
 import pytest
 import torch
-from ascend_ops import _host_memory as host_memory
+from ascend_ops.native import host_memory as host_memory
 
 HUGE = host_memory.HUGE_PAGE_BYTES
 linux_thp = pytest.mark.skipif(
@@ -88,7 +88,8 @@ def test_thp_mode_reads_the_bracketed_choice(tmp_path):
 
 @linux_thp
 def test_expert_pack_of_a_large_weight_lives_in_a_huge_page_mapping(monkeypatch):
-    from ascend_ops import _native_moe, native_available
+    from ascend_ops import native_available
+    from ascend_ops.native import moe as _native_moe
 
     if not native_available():
         pytest.skip("ascend_ops._C is not built")

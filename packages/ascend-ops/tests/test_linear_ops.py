@@ -10,7 +10,8 @@ from __future__ import annotations
 import ascend_ops
 import pytest
 import torch
-from ascend_ops import _native_linear, reference
+from ascend_ops import reference
+from ascend_ops.native import linear as _native_linear
 
 TOL = {torch.float32: dict(atol=1e-4, rtol=1e-4), torch.bfloat16: dict(atol=3e-2, rtol=3e-2),
        torch.float16: dict(atol=3e-3, rtol=3e-3)}
@@ -134,8 +135,8 @@ def test_block_pack_serves_decode_rows_and_leaves_prefill_to_aten(dtype, monkeyp
     (``csrc/moe_packed.cpp``; bitwise the one-group packed grouped matmul of the same weight),
     larger inputs bitwise ``aten.linear`` on the plain
     weight; all within rounding of the float64 oracle, bias included."""
-    from ascend_ops import _native_moe
     from ascend_ops._dispatch import native_module
+    from ascend_ops.native import moe as _native_moe
 
     g = torch.Generator().manual_seed(3)
     w = (torch.randn(70, 96, generator=g) / 9).to(dtype)  # N = 70: a partial 32-column block

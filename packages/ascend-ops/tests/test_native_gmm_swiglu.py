@@ -12,8 +12,8 @@ from __future__ import annotations
 import ascend_ops
 import pytest
 import torch
-from ascend_ops import _native_moe
 from ascend_ops._dispatch import native_module
+from ascend_ops.native import moe as _native_moe
 
 pytestmark = pytest.mark.skipif(not ascend_ops.native_available(), reason="ascend_ops._C not built")
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
 """Documented operator constraints: a violating call raises SimulatedNpuError naming the operator
-and the rule (sources cited in ascend_ops/simulator/constraints.py)."""
+and the rule (sources cited in ascend_ops/simulator/constraints/)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
 """FIA rules of the simulated torch_npu that come from op-plugin's sources (cited in
-ascend_ops/simulator/constraints.py and library.py): the MLA path's head count / widths, the
+ascend_ops/simulator/constraints/core.py and library.py): the MLA path's head count / widths, the
 ``.out`` overload's ``out=[attention_out, softmax_lse]`` spelling, and the workspace a call
 captured in a graph task group (or re-issued in a task update) must be given."""
 

@@ -4,7 +4,7 @@
 reference, and the simulated operators' sourced semantics (ATB ``_npu_rotary_embedding``: head
 width = table width, first table of the process kept; ``npu_mrope``: partial rotary passes the
 tail through, documented rules). Sources are cited in ascend_ops/simulator/kernels_rope.py and
-constraints_rope.py."""
+constraints/rope.py."""
 
 from __future__ import annotations
 

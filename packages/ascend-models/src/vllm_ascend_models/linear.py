@@ -14,7 +14,7 @@ the weights load, ``process_weights_after_loading`` asks ``ascend_ops.pack_linea
 handle: on host tensors with the native backend (CPU emulation) that is a packed copy kept
 inside ascend_ops (the grouped-matmul column blocks for decode rows, and oneDNN's layout for
 larger inputs: float32 prefill, wider bfloat16 / float16 inputs on AVX-512 builds:
-``ascend_ops._native_linear``); anywhere
+``ascend_ops.native.linear``); anywhere
 else (NPU, simulated NPU) it is -1 and ``apply`` is vLLM's own.
 ``layer.weight`` stays the plain [N, K] tensor (LoRA, sleep mode and weight reloads use it;
 ascend_ops rebuilds a pack whose weight was rewritten).

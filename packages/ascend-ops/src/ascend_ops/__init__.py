@@ -16,6 +16,7 @@ from ascend_ops._dispatch import (
     reset_call_counts,
     use_backend,
 )
+from ascend_ops.families import listed
 from ascend_ops.ops.activation import silu_and_mul, swiglu
 from ascend_ops.ops.attention import fused_infer_attention, fused_infer_attention_workspace
 from ascend_ops.ops.kv_cache import reshape_and_cache
@@ -46,37 +47,27 @@ from ascend_ops.ops.spec_decode import rejection_sample, sample_recovered_tokens
 
 __version__ = "0.2.0"
 
-OPS = (
-    "rms_norm",
-    "add_rms_norm",
-    "rotary_embedding",
-    "swiglu",
-    "reshape_and_cache",
-    "fused_infer_attention",
-    "moe_gating_top_k",
-    "moe_init_routing",
-    "moe_finalize_routing",
-    "grouped_matmul",
-    "grouped_matmul_swiglu",
-)
+#: the ops of each group, read from the family table (``ascend_ops.families``, one entry per
+#: ``ascend_ops.ops`` module): the core layer and MoE ops, then the groups listed apart
+OPS = listed("OPS")
 
 #: the MLA ops (ascend_ops.ops.mla), listed apart from OPS
-MLA_OPS = ("mla_decode", "mla_prefill", "mla_gather_context")
+MLA_OPS = listed("MLA_OPS")
 
 #: the LoRA (Punica) ops (ascend_ops.ops.lora), listed apart from OPS
-LORA_OPS = ("lora_shrink", "lora_expand", "lora_linear", "sgmv_shrink", "sgmv_expand")
+LORA_OPS = listed("LORA_OPS")
 
 #: the int8 quantization ops (ascend_ops.ops.quant, ops.quant_moe), listed apart from OPS
-QUANT_OPS = ("quantize", "dynamic_quant", "quant_matmul", "grouped_quant_matmul")
+QUANT_OPS = listed("QUANT_OPS")
 
 #: the dense linear op with CPU weight prepacking (ascend_ops.ops.linear), listed apart from OPS
-LINEAR_OPS = ("linear",)
+LINEAR_OPS = listed("LINEAR_OPS")
 
 #: the speculative-decoding verification ops (ascend_ops.ops.spec_decode), listed apart from OPS
-SPEC_DECODE_OPS = ("rejection_sample", "sample_recovered_tokens")
+SPEC_DECODE_OPS = listed("SPEC_DECODE_OPS")
 
 #: the greedy-sampling op (ascend_ops.ops.sampling), listed apart from OPS
-SAMPLING_OPS = ("greedy_argmax",)
+SAMPLING_OPS = listed("SAMPLING_OPS")
 
 __all__ = [
     "BACKENDS",

@@ -6,7 +6,7 @@ Selection rule (ops contract): tensors on an ``npu`` device, or any tensor while
 (``ascend_ops.simulator.install()``, docs/simulated-npu.md) is active -> the torch_npu branch;
 otherwise (CPU tensors) the compiled ``ascend_ops._C`` kernels. When ``_C`` did not import, a CPU
 call raises :class:`NativeKernelsMissing` naming the import failure and the rebuild command: the
-pure-torch reference kernels (3-20x slower, ``benchmarks/``) run only when chosen explicitly.
+pure-torch reference kernels (slower, ``benchmarks/``) run only when chosen explicitly.
 ``use_backend`` (or the ``ASCEND_OPS_BACKEND`` environment variable) forces one backend; forcing
 ``native`` when ``_C`` did not import is an error too, never a silent fallback.
 ``ascend_ops.backends.kernel_backends`` reports the choice per op family.
@@ -15,13 +15,16 @@ pure-torch reference kernels (3-20x slower, ``benchmarks/``) run only when chose
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
-import sys
 import threading
 from collections import Counter
 from collections.abc import Iterator
+from types import ModuleType
 
 import torch
+
+from ascend_ops.device import hooks
 
 BACKENDS = ("npu", "native", "reference")
 
@@ -29,7 +32,7 @@ _lock = threading.Lock()
 _forced: list[str] = []
 #: calls per (op, backend); per-op totals are summed in ``call_counts`` (one update per call)
 _backend_counts: Counter[tuple[str, str]] = Counter()
-_native_module = None
+_native_module: ModuleType | None = None
 _native_error: str | None = None
 _Tensor = torch.Tensor
 _dispatch_stack_len = torch._C._len_torch_dispatch_stack
@@ -45,8 +48,8 @@ class NativeKernelsMissing(RuntimeError):
     """CPU tensors, no backend chosen, and ``ascend_ops._C`` did not import."""
 
 
-# patch: native-omp-wait-policy (declared in vllm_ascend_platform.patches; docs/architecture.md)
-def _load_native():
+# patch: native-omp-wait-policy (declared in vllm_ascend_platform.patches.registry; docs/architecture.md)
+def _load_native() -> ModuleType | None:
     global _native_module, _native_error
     if _native_module is None and _native_error is None:
         # libgomp reads its wait policy when it loads: ask ours (not torch's) to sleep instead of
@@ -55,9 +58,9 @@ def _load_native():
         old = os.environ.get("OMP_WAIT_POLICY")
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         try:
-            from ascend_ops import _C  # type: ignore[attr-defined]
-
-            _native_module = _C
+            # by name: the extension is a leaf, and a ``from ascend_ops import _C`` statement
+            # reads as an import of this package from a module the package imports
+            _native_module = importlib.import_module("ascend_ops._C")
         except ImportError as exc:  # built without the hook, or no compiler was available
             _native_error = f"{type(exc).__name__}: {exc}"
         finally:
@@ -74,14 +77,14 @@ def native_available() -> bool:
 def native_vector_isa() -> str | None:
     """The x86 vector extension ``ascend_ops._C`` was compiled for ("avx512", "avx2" or
     "generic", from its ``-march``), or None when it is not built. Kernel layouts that were
-    measured per ISA (``_native_linear``, ``_native_moe``) choose by it."""
+    measured per ISA (``native.linear``, ``native.moe``) choose by it."""
     mod = _load_native()
     if mod is None:
         return None
     return mod.vector_isa() if hasattr(mod, "vector_isa") else "avx512"  # built before the query
 
 
-def native_module():
+def native_module() -> ModuleType:
     """Return the ``ascend_ops._C`` module; RuntimeError saying how to build it when absent."""
     mod = _load_native()
     if mod is None:
@@ -178,9 +181,7 @@ def select_backend(t: torch.Tensor) -> str:
     return "reference"
 
 
-def _simulated() -> bool:
-    sim = sys.modules.get("ascend_ops.simulator")
-    return sim is not None and sim.active()
+_simulated = hooks.simulator_active  # the simulated NPU registers there (device/hooks.py)
 
 
 def eager_direct(*tensors: torch.Tensor) -> bool:

@@ -11,25 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ascend_ops import _dispatch
+from ascend_ops import _dispatch, families
 
 #: op family (``ascend_ops.ops.<family>``) -> whether ``ascend_ops._C`` has CPU kernels for it;
-#: a family without them runs the pure-torch reference on CPU even when ``_C`` loads
-FAMILIES: dict[str, bool] = {
-    "activation": True,
-    "attention": True,
-    "kv_cache": True,
-    "linear": True,
-    "lora": True,
-    "mla": False,
-    "moe": True,
-    "norm": True,
-    "quant": True,
-    "quant_moe": True,
-    "rotary": True,
-    "sampling": True,
-    "spec_decode": True,
-}
+#: a family without them runs the pure-torch reference on CPU even when ``_C`` loads (read from
+#: the family table, ``ascend_ops.families``)
+FAMILIES: dict[str, bool] = {name: families.FAMILIES[name].has_native
+                             for name in sorted(families.FAMILIES)}
 
 
 @dataclass(frozen=True)

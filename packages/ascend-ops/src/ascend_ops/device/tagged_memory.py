@@ -23,9 +23,9 @@ Memory accounting per mode (``ascend_ops.device.kind()``):
 
 * NPU: the freed blocks go back to the caching allocator; ``torch.npu.empty_cache()`` hands
   them to the driver so ``torch.npu.mem_get_info`` reports them free.
-* simulated NPU: the same calls, plus ``ascend_ops.simulator.account_free/account_alloc`` of
-  the released/restored bytes, so the simulated ``mem_get_info`` moves by them
-  (docs/simulated-npu.md, "memory").
+* simulated NPU: the same calls, plus the accounting the simulator registers
+  (``device.hooks.account``: its ``account_free/account_alloc``) of the released/restored
+  bytes, so the simulated ``mem_get_info`` moves by them (docs/simulated-npu.md, "memory").
 * CPU emulation: the storages are host memory. On release the C heap is trimmed
   (glibc ``malloc_trim``), so freed storages of every size go back to the OS and the emulated
   ``mem_get_info`` (process RSS) drops by them; the host copies of offloaded groups are host
@@ -41,7 +41,7 @@ from typing import Any
 
 import torch
 
-from ascend_ops.device import _npu
+from ascend_ops.device import _npu, hooks
 
 #: states of a tag
 RESIDENT, OFFLOADED, DISCARDED = "resident", "offloaded", "discarded"
@@ -235,12 +235,7 @@ def _account(nbytes: int) -> None:
     """Move the simulated NPU's accounted usage by ``nbytes`` (no-op in the other modes)."""
     if nbytes == 0 or not (_npu.available() and _npu.simulated()):
         return
-    from ascend_ops import simulator
-
-    if nbytes > 0:
-        simulator.account_alloc(nbytes)
-    else:
-        simulator.account_free(-nbytes)
+    hooks.account(nbytes)
 
 
 _default = TaggedMemory()

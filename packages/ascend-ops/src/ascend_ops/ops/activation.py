@@ -6,19 +6,16 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops import _checks, _native, _npu, reference
-from ascend_ops._dispatch import count, eager_direct, select_backend
+from ascend_ops._dispatch import eager_direct
+from ascend_ops.checks import layers as _checks
+from ascend_ops.families import FAMILIES
+
+_ACTIVATION = FAMILIES["activation"]
 
 
 def _swiglu_impl(x: torch.Tensor) -> torch.Tensor:
     _checks.swiglu(x)
-    backend = select_backend(x)
-    count("swiglu", backend)
-    if backend == "npu":
-        return _npu.swiglu(x)
-    if backend == "native":
-        return _native.swiglu(x)
-    return reference.swiglu(x)
+    return _ACTIVATION.pick("swiglu", x).swiglu(x)
 
 
 _swiglu_op = torch.library.custom_op("ascend::swiglu", mutates_args=())(_swiglu_impl)

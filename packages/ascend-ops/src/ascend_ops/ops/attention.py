@@ -9,9 +9,17 @@ from typing import Any
 
 import torch
 
-from ascend_ops import _checks, _checks_kv, _native, _npu, reference
-from ascend_ops._dispatch import count, eager_direct, select_backend
-from ascend_ops.reference import kv_quant
+from ascend_ops._dispatch import eager_direct
+from ascend_ops.checks import attention as _checks
+from ascend_ops.checks import kv_cache as _checks_kv
+from ascend_ops.checks import tensors as _checks_tensors
+from ascend_ops.families import FAMILIES
+from ascend_ops.reference.paged import StepLengths
+
+_ATTENTION = FAMILIES["attention"]
+#: the op layer's memo of checked host lengths (every attention layer of a step passes the same
+#: lists): owned here, passed to the backend on each call; the backends keep no state
+_STEP = StepLengths()
 
 
 def _bsnd_rows(query_start_loc: torch.Tensor, seq_len: int) -> torch.Tensor:
@@ -19,100 +27,6 @@ def _bsnd_rows(query_start_loc: torch.Tensor, seq_len: int) -> torch.Tensor:
     qsl = query_start_loc.tolist()
     rows = [b * seq_len + s for b in range(len(qsl) - 1) for s in range(qsl[b + 1] - qsl[b])]
     return torch.tensor(rows, dtype=torch.long)
-
-
-def _host_lengths(qsl, seq_lens, ends, kv_lens):
-    """(ends, kv_lens) as host lists: the given ones, else read from the tensors (a
-    device-to-host copy on NPU, illegal inside a graph capture)."""
-    if ends is None:
-        ends = [int(v) for v in qsl[1:].tolist()]
-    if kv_lens is None:
-        kv_lens = [int(v) for v in seq_lens.tolist()]
-    return list(ends), list(kv_lens)
-
-
-def _cpu_lengths(device, ends, kv_lens):
-    """``query_start_loc`` / ``seq_lens`` tensors built from host lists (CPU branches)."""
-    qsl = torch.tensor([0, *ends], dtype=torch.int32, device=device)
-    return qsl, torch.tensor(kv_lens, dtype=torch.int32, device=device)
-
-
-#: the last checked host lengths and the tensors built from them: every attention layer of a
-#: step passes the same lists, so the checks and the two small tensors are made once per step,
-#: not once per layer. Keyed by value (the lists are mutable) and by every shape the check reads.
-_last_lengths: tuple | None = None
-
-
-def _checked_cpu_lengths(query, key_cache, block_table, num_requests, ends, kv_lens):
-    """:func:`_checks.attention_lengths` then :func:`_cpu_lengths`, memoized for one key."""
-    global _last_lengths
-    key = (tuple(ends), tuple(kv_lens), query.shape[0], key_cache.shape[1], block_table.shape[1],
-           num_requests, query.device)
-    hit = _last_lengths
-    if hit is not None and hit[0] == key:
-        return hit[1], hit[2]
-    _checks.attention_lengths(query, key_cache, block_table, num_requests, ends, kv_lens)
-    qsl, seq_lens = _cpu_lengths(query.device, ends, kv_lens)
-    _last_lengths = (key, qsl, seq_lens)
-    return qsl, seq_lens
-
-
-def _dequantized(query, key_cache, value_cache, block_table, seq_lens, k_scale, v_scale, kv_lens):
-    """Dequantize-on-read for a cache stored in another dtype (CPU branches): the blocks the
-    requests reference, read back in query's dtype (``reference/kv_quant.py``), as a compact
-    cache with its own block table, so a step costs the blocks in use, not the whole cache.
-    Raises ValueError naming ``block_table`` for a referenced block outside the cache."""
-    bs, nb = key_cache.shape[1], key_cache.shape[0]
-    lens = list(kv_lens) if kv_lens is not None else [int(v) for v in seq_lens.tolist()]
-    rows = len(lens)
-    need = torch.tensor([-(-kv // bs) for kv in lens], dtype=torch.long)
-    cols = min(block_table.shape[1], max(1, int(need.max()) if rows else 1))
-    table = block_table[:rows, :cols].long().cpu()
-    wanted = torch.arange(cols).unsqueeze(0) < need.unsqueeze(1)
-    if bool((wanted & ((table < 0) | (table >= nb))).any()):
-        raise ValueError(f"block_table references a block outside [0, {nb}) (key_cache num_blocks)")
-    used = torch.where(wanted, table, 0).reshape(-1).to(key_cache.device)
-    kc = kv_quant.dequantize(key_cache.index_select(0, used), query.dtype, k_scale)
-    vc = kv_quant.dequantize(value_cache.index_select(0, used), query.dtype, v_scale)
-    compact = torch.arange(used.numel(), dtype=torch.int32, device=query.device)
-    return kc, vc, compact.view(rows, cols)
-
-
-def _read_cache(backend, query, key_cache, value_cache, block_table, seq_lens, k_scale, v_scale,
-                kv_lens):
-    """(key_cache, value_cache, block_table) in query's dtype; raises on the NPU branch."""
-    _checks_kv.cache_scales(query, key_cache, k_scale, v_scale)
-    if key_cache.dtype == query.dtype:
-        return key_cache, value_cache, block_table
-    if backend == "npu":
-        raise _checks_kv.npu_cache_error("fused_infer_attention", key_cache.dtype, query.dtype)
-    return _dequantized(
-        query, key_cache, value_cache, block_table, seq_lens, k_scale, v_scale, kv_lens
-    )
-
-
-def _tnd(backend, query, key_cache, value_cache, block_table, qsl, seq_lens, scale, causal, ends, kv_lens,
-         out=None):
-    """TND attention; the native branch writes into ``out`` when given (contiguous), the others
-    return a new tensor (so callers copy unless the result ``is`` their ``out``)."""
-    if backend == "npu":
-        ends, kv_lens = _host_lengths(qsl, seq_lens, ends, kv_lens)
-        _checks.attention_lengths(query, key_cache, block_table, seq_lens.shape[0], ends, kv_lens)
-        return _npu.fused_infer_attention(
-            query, key_cache, value_cache, block_table, ends, kv_lens, scale, causal
-        )
-    if ends is not None or kv_lens is not None:
-        ends, kv_lens = _host_lengths(qsl, seq_lens, ends, kv_lens)
-        qsl, seq_lens = _checked_cpu_lengths(query, key_cache, block_table, seq_lens.shape[0], ends,
-                                             kv_lens)
-    if backend == "native":
-        return _native.fused_infer_attention(
-            query, key_cache, value_cache, block_table, qsl, seq_lens, scale, causal, out
-        )
-    _checks.attention_values(query, key_cache, block_table, qsl, seq_lens, "TND")
-    return reference.fused_infer_attention(
-        query, key_cache, value_cache, block_table, qsl, seq_lens, scale, causal
-    )
 
 
 def _attention_impl(
@@ -131,21 +45,20 @@ def _attention_impl(
     v_scale: float = 1.0,
 ) -> torch.Tensor:
     _checks.attention(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, layout)
-    backend = select_backend(query)
-    count("fused_infer_attention", backend)
-    key_cache, value_cache, block_table = _read_cache(
-        backend, query, key_cache, value_cache, block_table, seq_lens, k_scale, v_scale,
-        actual_seq_lengths_kv,
-    )
+    _checks_kv.cache_scales(query, key_cache, k_scale, v_scale)
+    if layout == "BSND":
+        _checks.attention_values(query, key_cache, block_table, query_start_loc, seq_lens, "BSND")
+    impl = _ATTENTION.pick("fused_infer_attention", query)
     args = (key_cache, value_cache, block_table, query_start_loc, seq_lens, scale, causal)
     if layout == "TND":
-        return _tnd(backend, query, *args, actual_seq_lengths, actual_seq_lengths_kv)
-    _checks.attention_values(query, key_cache, block_table, query_start_loc, seq_lens, "BSND")
+        return impl.fused_infer_attention(query, *args, actual_seq_lengths,
+                                          actual_seq_lengths_kv, k_scale, v_scale, step=_STEP)
     b, s, h, d = query.shape
     rows = _bsnd_rows(query_start_loc, s).to(query.device)
     flat = query.reshape(b * s, h, d)
     out = torch.zeros_like(flat)
-    out[rows] = _tnd(backend, flat.index_select(0, rows), *args, None, None)
+    out[rows] = impl.fused_infer_attention(flat.index_select(0, rows), *args, None, None, k_scale,
+                                           v_scale, step=_STEP)
     return out.view(b, s, h, d)
 
 
@@ -179,26 +92,13 @@ def _attention_out_impl(
     v_scale: float = 1.0,
 ) -> None:
     _checks.attention(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, "TND")
-    _checks.same_shape("out", out, "query", query)
-    _checks.same_dtype("out", out, "query", query)
-    backend = select_backend(query)
-    count("fused_infer_attention", backend)
-    key_cache, value_cache, block_table = _read_cache(
-        backend, query, key_cache, value_cache, block_table, seq_lens, k_scale, v_scale,
-        actual_seq_lengths_kv,
-    )
-    if backend == "npu":
-        ends, kv_lens = _host_lengths(query_start_loc, seq_lens, actual_seq_lengths, actual_seq_lengths_kv)
-        _checks.attention_lengths(query, key_cache, block_table, seq_lens.shape[0], ends, kv_lens)
-        _npu.fused_infer_attention_out(
-            query, key_cache, value_cache, block_table, ends, kv_lens, scale, causal,
-            out, softmax_lse, workspace,
-        )
-        return
-    result = _tnd(backend, query, key_cache, value_cache, block_table, query_start_loc, seq_lens,
-                  scale, causal, actual_seq_lengths, actual_seq_lengths_kv, out)
-    if result is not out:
-        out.copy_(result)
+    _checks_tensors.same_shape("out", out, "query", query)
+    _checks_tensors.same_dtype("out", out, "query", query)
+    _checks_kv.cache_scales(query, key_cache, k_scale, v_scale)
+    _ATTENTION.pick("fused_infer_attention", query).fused_infer_attention(
+        query, key_cache, value_cache, block_table, query_start_loc, seq_lens, scale, causal,
+        actual_seq_lengths, actual_seq_lengths_kv, k_scale, v_scale, out, softmax_lse, workspace,
+        step=_STEP)
 
 
 _attention_out_op = torch.library.custom_op(
@@ -315,9 +215,7 @@ def fused_infer_attention_workspace(
     of the captured call reuse one buffer (as vllm-ascend does for its FIA graph path).
     CPU branches need none and return None. Arguments as for :func:`fused_infer_attention`.
     """
-    if select_backend(query) != "npu":
-        return None
-    return _npu.fused_infer_attention_workspace(
+    return _ATTENTION.peek(query).fused_infer_attention_workspace(
         query, key_cache, value_cache, block_table,
         _as_ints(actual_seq_lengths, "actual_seq_lengths"),
         _as_ints(actual_seq_lengths_kv, "actual_seq_lengths_kv"), float(scale), bool(causal),

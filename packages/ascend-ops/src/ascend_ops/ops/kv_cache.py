@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops import _checks, _checks_kv, _native, _npu, reference
-from ascend_ops._dispatch import count, eager_direct, select_backend
-from ascend_ops.reference import kv_quant
+from ascend_ops._dispatch import eager_direct
+from ascend_ops.checks import kv_cache as _checks_kv
+from ascend_ops.families import FAMILIES
+
+_KV_CACHE = FAMILIES["kv_cache"]
 
 
 def _reshape_and_cache_impl(
@@ -20,32 +22,12 @@ def _reshape_and_cache_impl(
     k_scale: float = 1.0,
     v_scale: float = 1.0,
 ) -> None:
-    _checks.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
+    _checks_kv.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
     _checks_kv.cache_scales(key, key_cache, k_scale, v_scale)
-    backend = select_backend(key)
-    count("reshape_and_cache", backend)
-    stored = key_cache.dtype != key.dtype
-    if backend == "npu" and stored:
-        raise _checks_kv.npu_cache_error("reshape_and_cache", key_cache.dtype, key.dtype)
-    if stored:
-        # quantize on write (reference/kv_quant.py), then the plain scatter below
-        _checks.slot_values(slot_mapping, key_cache)
-        reference.reshape_and_cache(
-            kv_quant.quantize(key, key_cache.dtype, k_scale),
-            kv_quant.quantize(value, value_cache.dtype, v_scale),
-            key_cache, value_cache, slot_mapping,
-        )
-        return
-    if backend == "native" and value.shape[-1] == key.shape[-1]:
-        _native.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
-        return
-    if backend == "npu":
-        # no slot range check here: it would read slot_mapping back from the device (a sync,
-        # illegal inside a graph capture); the ATB kernel bounds-checks on the device
-        _npu.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
-        return
-    _checks.slot_values(slot_mapping, key_cache)
-    reference.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
+    # a cache stored in another dtype is quantized on write on the CPU branches
+    # (reference/kv_quant.py) and refused by the NPU branch (checks/kv_cache.py NPU_RULE)
+    _KV_CACHE.pick("reshape_and_cache", key).reshape_and_cache(
+        key, value, key_cache, value_cache, slot_mapping, k_scale, v_scale)
 
 
 _reshape_and_cache_op = torch.library.custom_op(
@@ -55,7 +37,7 @@ _reshape_and_cache_op = torch.library.custom_op(
 
 @_reshape_and_cache_op.register_fake
 def _(key, value, key_cache, value_cache, slot_mapping, k_scale=1.0, v_scale=1.0):
-    _checks.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
+    _checks_kv.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
 
 
 def reshape_and_cache(

@@ -4,7 +4,7 @@
 
 ``pack_linear_weight(weight)`` returns an integer handle; ``linear(x, weight, bias, handle)``
 computes ``x @ weight^T + bias``. Only the native CPU backend uses the handle (a packed copy
-of the weight kept inside ``ascend_ops._native_linear``: the grouped-matmul column blocks for
+of the weight kept inside ``ascend_ops.native.linear``: the grouped-matmul column blocks for
 decode rows, and on AVX-512 builds oneDNN's layout for wider bfloat16 / float16 inputs); the NPU
 branch and the reference ignore it and read ``weight``, which stays the plain ``[N, K]`` tensor on every backend.
 """
@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops import _native_linear, reference
-from ascend_ops._checks import float_tensor
-from ascend_ops._dispatch import count, eager_direct, select_backend
+from ascend_ops._dispatch import eager_direct
+from ascend_ops.checks.tensors import float_tensor
+from ascend_ops.families import FAMILIES
+from ascend_ops.native import linear as _native_linear
+
+_LINEAR = FAMILIES["linear"]
 
 
 def _check(x, weight, bias) -> None:
@@ -36,13 +39,7 @@ def _check(x, weight, bias) -> None:
 def _linear_impl(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
                  handle: int) -> torch.Tensor:
     _check(x, weight, bias)
-    backend = select_backend(x)
-    count("linear", backend)
-    if backend == "npu":
-        return torch.nn.functional.linear(x, weight, bias)  # aten.linear on the NPU tensors
-    if backend == "native":
-        return _native_linear.linear(x, weight, bias, handle)
-    return reference.linear(x, weight, bias)
+    return _LINEAR.pick("linear", x).linear(x, weight, bias, handle)
 
 
 _linear_op = torch.library.custom_op("ascend::linear", mutates_args=())(_linear_impl)
@@ -58,7 +55,7 @@ def pack_linear_weight(weight: torch.Tensor) -> int:
     """Prepack ``weight`` [N, K] for the native CPU backend; return its handle.
 
     Returns -1 (plain ``aten.linear``) unless the weight is a 2-D CPU tensor, the native backend
-    is the one that would run and a packing applies (``_native_linear.packable``: ``_C``'s column
+    is the one that would run and a packing applies (``native.linear.packable``: ``_C``'s column
     blocks for decode rows, every float dtype; PyTorch's oneDNN pack beside them for larger
     inputs: float32 wherever oneDNN runs float32, bfloat16 / float16 on AVX-512 builds where the
     CPU has those kernels). The pack is rebuilt
@@ -66,9 +63,9 @@ def pack_linear_weight(weight: torch.Tensor) -> int:
     ``weight``.
     """
     float_tensor("weight", weight)
-    if weight.device.type != "cpu" or select_backend(weight) != "native":
+    if weight.device.type != "cpu":
         return -1
-    return _native_linear.pack(weight)
+    return _LINEAR.peek(weight).pack_linear_weight(weight)
 
 
 def release_linear_weight(handle: int) -> None:

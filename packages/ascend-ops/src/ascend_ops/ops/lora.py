@@ -12,36 +12,25 @@ Indices are int32/int64 device tensors, read only on the device (no host sync), 
 graph stays valid when the adapters of the batch change. The segment forms take a host
 ``num_tokens`` (the segments' total) so their shapes are static.
 NPU: ``torch_npu.npu_batch_gather_matmul_`` on Atlas A2 (the products it is documented for), an
-aten composition on A3/310P and outside its limits (see ``ascend_ops._npu_lora``).
+aten composition on A3/310P and outside its limits (see ``ascend_ops.npu.lora``).
 """
 
 from __future__ import annotations
 
 import torch
 
-from ascend_ops import _checks_lora as chk
-from ascend_ops import _native_lora, _npu_lora
-from ascend_ops._dispatch import count, eager_direct, select_backend
-from ascend_ops.reference import lora as ref
+from ascend_ops._dispatch import eager_direct
+from ascend_ops.checks import lora as chk
+from ascend_ops.families import FAMILIES
 
-
-def _impl(name: str, x: torch.Tensor):
-    backend = select_backend(x)
-    count(name, backend)
-    if backend == "npu":
-        return _npu_lora
-    return _native_lora if backend == "native" else ref
+_LORA = FAMILIES["lora"]
 
 
 def _lora_shrink_impl(x: torch.Tensor, lora_a: torch.Tensor, indices: torch.Tensor,
                       scale: float, out: torch.Tensor) -> None:
     chk.shrink(x, lora_a, indices, out)
     indices = indices[: x.shape[0]]
-    mod = _impl("lora_shrink", x)
-    if mod is _npu_lora:
-        _npu_lora.lora_shrink(x, lora_a, indices, scale, out)
-    else:
-        mod.lora_shrink(x, lora_a, indices, scale, out)
+    _LORA.pick("lora_shrink", x).lora_shrink(x, lora_a, indices, scale, out)
 
 
 def _lora_expand_impl(x: torch.Tensor, lora_b: torch.Tensor, indices: torch.Tensor,
@@ -49,11 +38,7 @@ def _lora_expand_impl(x: torch.Tensor, lora_b: torch.Tensor, indices: torch.Tens
                       add_inputs: bool) -> None:
     chk.expand(x, lora_b, indices, y, y_offset, y_slice_size)
     indices = indices[: x.shape[0]]
-    mod = _impl("lora_expand", x)
-    if mod is _npu_lora:
-        _npu_lora.lora_expand(x, lora_b, indices, y, y_offset, y_slice_size, add_inputs)
-    else:
-        mod.lora_expand(x, lora_b, indices, y, y_offset, y_slice_size, add_inputs)
+    _LORA.pick("lora_expand", x).lora_expand(x, lora_b, indices, y, y_offset, y_slice_size, add_inputs)
 
 
 def _lora_linear_impl(y: torch.Tensor, x: torch.Tensor, lora_a: torch.Tensor,
@@ -61,11 +46,7 @@ def _lora_linear_impl(y: torch.Tensor, x: torch.Tensor, lora_a: torch.Tensor,
                       y_offset: int, y_slice_size: int) -> None:
     chk.linear(y, x, lora_a, lora_b, indices, y_offset, y_slice_size)
     indices = indices[: x.shape[0]]
-    mod = _impl("lora_linear", x)
-    if mod is _npu_lora:
-        _npu_lora.lora_linear(y, x, lora_a, lora_b, indices, scale, y_offset, y_slice_size)
-    else:
-        mod.lora_linear(y, x, lora_a, lora_b, indices, scale, y_offset, y_slice_size)
+    _LORA.pick("lora_linear", x).lora_linear(y, x, lora_a, lora_b, indices, scale, y_offset, y_slice_size)
 
 
 def _sgmv_shrink_impl(x: torch.Tensor, lora_a: torch.Tensor, seg_lens: torch.Tensor,
@@ -73,11 +54,7 @@ def _sgmv_shrink_impl(x: torch.Tensor, lora_a: torch.Tensor, seg_lens: torch.Ten
                       out: torch.Tensor) -> None:
     chk.segments(x, seg_lens, seg_lora, num_tokens)
     chk.shrink(x, lora_a, None, out)
-    mod = _impl("sgmv_shrink", x)
-    if mod is _npu_lora:
-        _npu_lora.sgmv_shrink(x, lora_a, seg_lens, seg_lora, num_tokens, scale, out)
-    else:
-        mod.sgmv_shrink(x, lora_a, seg_lens, seg_lora, num_tokens, scale, out)
+    _LORA.pick("sgmv_shrink", x).sgmv_shrink(x, lora_a, seg_lens, seg_lora, num_tokens, scale, out)
 
 
 def _sgmv_expand_impl(x: torch.Tensor, lora_b: torch.Tensor, seg_lens: torch.Tensor,
@@ -85,13 +62,8 @@ def _sgmv_expand_impl(x: torch.Tensor, lora_b: torch.Tensor, seg_lens: torch.Ten
                       y_slice_size: int, add_inputs: bool) -> None:
     chk.segments(x, seg_lens, seg_lora, num_tokens)
     chk.expand(x, lora_b, None, y, y_offset, y_slice_size)
-    mod = _impl("sgmv_expand", x)
-    if mod is _npu_lora:
-        _npu_lora.sgmv_expand(x, lora_b, seg_lens, seg_lora, num_tokens, y, y_offset,
+    _LORA.pick("sgmv_expand", x).sgmv_expand(x, lora_b, seg_lens, seg_lora, num_tokens, y, y_offset,
                               y_slice_size, add_inputs)
-    else:
-        mod.sgmv_expand(x, lora_b, seg_lens, seg_lora, num_tokens, y, y_offset, y_slice_size,
-                        add_inputs)
 
 
 _shrink_op = torch.library.custom_op("ascend::lora_shrink", mutates_args=("out",))(

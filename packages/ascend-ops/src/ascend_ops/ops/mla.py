@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops import _checks, _npu_mla
-from ascend_ops._dispatch import count, eager_direct, select_backend
+from ascend_ops._dispatch import eager_direct
+from ascend_ops.checks import tensors as _checks
+from ascend_ops.families import FAMILIES
 from ascend_ops.ops.attention import fused_infer_attention
 from ascend_ops.ops.kv_cache import reshape_and_cache
-from ascend_ops.reference import mla as mla_reference
 
-#: scratch-cache block size of mla_prefill (a FIA-supported paged block size)
-PREFILL_BLOCK_SIZE = 128
+_MLA = FAMILIES["mla"]
 
 
 def _check_lengths(name_q: str, total: int, ends: list[int], kv_lens: list[int]) -> None:
@@ -78,12 +77,9 @@ def _mla_decode_impl(q_nope: torch.Tensor, q_pe: torch.Tensor, kv_c_cache: torch
                      scale: float) -> torch.Tensor:
     ends, kv_lens = list(actual_seq_lengths), list(actual_seq_lengths_kv)
     _decode_checks(q_nope, q_pe, kv_c_cache, k_pe_cache, block_table, ends, kv_lens)
-    backend = select_backend(q_nope)
-    count("mla_decode", backend)
     table = block_table[: len(ends)]
-    if backend == "npu":
-        return _npu_mla.mla_decode(q_nope, q_pe, kv_c_cache, k_pe_cache, table, ends, kv_lens, scale)
-    return mla_reference.mla_decode(q_nope, q_pe, kv_c_cache, k_pe_cache, table, ends, kv_lens, scale)
+    return _MLA.pick("mla_decode", q_nope).mla_decode(q_nope, q_pe, kv_c_cache, k_pe_cache, table,
+                                                      ends, kv_lens, scale)
 
 
 _mla_decode_op = torch.library.custom_op("ascend::mla_decode", mutates_args=())(_mla_decode_impl)
@@ -105,14 +101,9 @@ def _mla_decode_out_impl(q_nope: torch.Tensor, q_pe: torch.Tensor, kv_c_cache: t
     _decode_checks(q_nope, q_pe, kv_c_cache, k_pe_cache, block_table, ends, kv_lens)
     _checks.same_shape("out", out, "q_nope", q_nope)
     _checks.same_dtype("out", out, "q_nope", q_nope)
-    backend = select_backend(q_nope)
-    count("mla_decode", backend)
     table = block_table[: len(ends)]
-    if backend == "npu":
-        _npu_mla.mla_decode_out(q_nope, q_pe, kv_c_cache, k_pe_cache, table, ends, kv_lens, scale,
-                                out, softmax_lse, workspace)
-        return
-    out.copy_(mla_reference.mla_decode(q_nope, q_pe, kv_c_cache, k_pe_cache, table, ends, kv_lens, scale))
+    _MLA.pick("mla_decode", q_nope).mla_decode_out(q_nope, q_pe, kv_c_cache, k_pe_cache, table,
+                                                   ends, kv_lens, scale, out, softmax_lse, workspace)
 
 
 _mla_decode_out_op = torch.library.custom_op(
@@ -144,7 +135,7 @@ def mla_decode(q_nope: torch.Tensor, q_pe: torch.Tensor, kv_c_cache: torch.Tenso
     host lists of B ints. Returns [T, N, L] in q_nope's dtype (float32 math).
     NPU: ``npu_fused_infer_attention_score`` with ``query_rope``/``key_rope``, the latent cache as
     key and value, ``num_key_value_heads=1`` (vllm-ascend's MLA decode mapping; see
-    ``ascend_ops._npu_mla``). CPU: the vectorised reference (no C++ kernel).
+    ``ascend_ops.npu.mla``). CPU: the vectorised reference (no C++ kernel).
     NPU head count: FIA's MLA path takes N in {1, 2, 4, ..., 128}; another N is zero-padded to
     the next power of two for the call and the padded heads are dropped (vllm-ascend's
     ``num_heads_padded``).
@@ -180,7 +171,7 @@ def mla_decode_heads(q_nope: torch.Tensor) -> int:
     vllm-ascend's MLA decode does (``num_heads_padded``); a graph-captured call needs the padded
     tensors made outside the call. CPU backends: N (no padding needed)."""
     n = q_nope.shape[1]
-    return _npu_mla.padded_heads(n) if select_backend(q_nope) == "npu" else n
+    return _MLA.peek(q_nope).mla_decode_heads(n)
 
 
 def mla_decode_workspace(q_nope: torch.Tensor, q_pe: torch.Tensor, kv_c_cache: torch.Tensor,
@@ -198,10 +189,9 @@ def mla_decode_workspace(q_nope: torch.Tensor, q_pe: torch.Tensor, kv_c_cache: t
     a head count that is not a power of two."""
     ends, kv_lens = [int(v) for v in actual_seq_lengths], [int(v) for v in actual_seq_lengths_kv]
     _decode_checks(q_nope, q_pe, kv_c_cache, k_pe_cache, block_table, ends, kv_lens)
-    if select_backend(q_nope) != "npu":
-        return None
-    return _npu_mla.mla_decode_workspace(q_nope, q_pe, kv_c_cache, k_pe_cache,
-                                         block_table[: len(ends)], ends, kv_lens, float(scale))
+    return _MLA.peek(q_nope).mla_decode_workspace(q_nope, q_pe, kv_c_cache, k_pe_cache,
+                                                  block_table[: len(ends)], ends, kv_lens,
+                                                  float(scale))
 
 
 # ---- prefill ---------------------------------------------------------------------------------
@@ -222,41 +212,15 @@ def _prefill_checks(query, key, value, ends, kv_lens) -> None:
         )
 
 
-def _scratch_paged(key, value, kv_lens, block_size):
-    """Per-request K/V rows -> scratch paged caches + block table (indices built on the host)."""
-    kv = torch.tensor(kv_lens, dtype=torch.long)
-    blocks = (kv + block_size - 1) // block_size
-    first = torch.cumsum(blocks, 0) - blocks
-    width = max(int(blocks.max()), 1) if len(kv_lens) else 1
-    table = (first[:, None] + torch.arange(width)[None, :]).clamp(max=max(int(blocks.sum()) - 1, 0))
-    req = torch.repeat_interleave(torch.arange(len(kv_lens)), kv)
-    pos = torch.arange(int(kv.sum())) - (torch.cumsum(kv, 0) - kv)[req]
-    slots = first[req] * block_size + pos
-    shape = (max(int(blocks.sum()), 1), block_size, key.shape[1], key.shape[2])
-    key_cache, value_cache = key.new_zeros(shape), key.new_zeros(shape)
-    if value.shape[-1] != key.shape[-1]:  # FIA's paged K and V share one head dim: zero-pad V
-        value = torch.nn.functional.pad(value, (0, key.shape[-1] - value.shape[-1]))
-    reshape_and_cache(key, value, key_cache, value_cache, slots.to(key.device))
-    return key_cache, value_cache, table.to(device=key.device, dtype=torch.int32)
-
-
 def _mla_prefill_impl(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                       actual_seq_lengths: list[int], actual_seq_lengths_kv: list[int],
                       scale: float) -> torch.Tensor:
     ends, kv_lens = list(actual_seq_lengths), list(actual_seq_lengths_kv)
     _prefill_checks(query, key, value, ends, kv_lens)
-    backend = select_backend(query)
-    count("mla_prefill", backend)
-    if backend == "reference" or not ends:
-        return mla_reference.mla_prefill(query, key, value, ends, kv_lens, scale)
-    if value.shape[-1] > key.shape[-1]:
-        raise ValueError(f"value head dim {value.shape[-1]} must be <= key head dim {key.shape[-1]}")
-    key_cache, value_cache, table = _scratch_paged(key, value, kv_lens, PREFILL_BLOCK_SIZE)
-    qsl = torch.tensor([0, *ends], dtype=torch.int32, device=query.device)
-    seq = torch.tensor(kv_lens, dtype=torch.int32, device=query.device)
-    out = fused_infer_attention(query.contiguous(), key_cache, value_cache, table, qsl, seq, scale,
-                                True, actual_seq_lengths=ends, actual_seq_lengths_kv=kv_lens)
-    return out[..., : value.shape[-1]].contiguous()
+    # npu / native: the public KV write and FIA ops over a scratch paged cache (each counted and
+    # dispatched as a call of its own); reference: the reference math
+    return _MLA.pick("mla_prefill", query).mla_prefill(query, key, value, ends, kv_lens, scale,
+                                                       reshape_and_cache, fused_infer_attention)
 
 
 _mla_prefill_op = torch.library.custom_op("ascend::mla_prefill", mutates_args=())(_mla_prefill_impl)
@@ -302,20 +266,10 @@ def _gather_impl(kv_c_cache: torch.Tensor, k_pe_cache: torch.Tensor, block_table
     _checks.index_tensor("block_table", block_table, 2)
     if len(context_lens) > block_table.shape[0]:
         raise ValueError(f"block_table has {block_table.shape[0]} rows for {len(context_lens)} requests")
-    count("mla_gather_context", select_backend(kv_c_cache))
-    lens = torch.tensor(context_lens, dtype=torch.long)
-    total = int(lens.sum()) if len(context_lens) else 0
-    block_size = kv_c_cache.shape[1]
-    if -(-max(context_lens, default=0) // block_size) > block_table.shape[1]:
+    if -(-max(context_lens, default=0) // kv_c_cache.shape[1]) > block_table.shape[1]:
         raise ValueError("context_lens needs more blocks than block_table has columns")
-    req = torch.repeat_interleave(torch.arange(len(context_lens)), lens)
-    pos = torch.arange(total) - (torch.cumsum(lens, 0) - lens)[req]
-    device = kv_c_cache.device
-    req, pos = req.to(device), pos.to(device)
-    slots = block_table[req, pos // block_size].long() * block_size + pos % block_size
-    kv_c = kv_c_cache.reshape(-1, kv_c_cache.shape[-1]).index_select(0, slots)
-    k_pe = k_pe_cache.reshape(-1, k_pe_cache.shape[-1]).index_select(0, slots)
-    return kv_c, k_pe
+    return _MLA.pick("mla_gather_context", kv_c_cache).mla_gather_context(
+        kv_c_cache, k_pe_cache, block_table, context_lens)
 
 
 _gather_op = torch.library.custom_op("ascend::mla_gather_context", mutates_args=())(_gather_impl)

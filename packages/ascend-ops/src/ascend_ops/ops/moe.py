@@ -4,8 +4,8 @@
 ``grouped_matmul``, ``grouped_matmul_swiglu``.
 
 Semantics and index conventions are written out in ``ascend_ops.reference.moe`` (the oracle); the
-NPU branch maps each op onto its torch_npu operator (``ascend_ops._npu_moe``); the ``native``
-backend runs a vectorized torch implementation (``ascend_ops._native_moe``), with a C++ kernel
+NPU branch maps each op onto its torch_npu operator (``ascend_ops.npu.moe``); the ``native``
+backend runs a vectorized torch implementation (``ascend_ops.native.moe``), with a C++ kernel
 (``_C.grouped_matmul``) for ``grouped_matmul`` at decode-sized groups on N-major weights, and
 kernels on prepacked experts (``_C.grouped_matmul_packed``, ``_C.grouped_matmul_packed_swiglu``).
 """
@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops import _checks, _native_moe, _npu_moe
-from ascend_ops._dispatch import count, eager_direct, select_backend
-from ascend_ops.reference import moe as reference
+from ascend_ops._dispatch import eager_direct
+from ascend_ops.checks import tensors as _checks
+from ascend_ops.families import FAMILIES
+from ascend_ops.native import moe as _native_moe
+
+_MOE = FAMILIES["moe"]
 
 SCORING_FUNCTIONS = ("softmax", "sigmoid")
 
@@ -24,10 +27,6 @@ SCORING_FUNCTIONS = ("softmax", "sigmoid")
 def _present(*tensors):
     """The arguments that are not None (optional tensors), for ``eager_direct``."""
     return [t for t in tensors if t is not None]
-
-
-def _impl(backend):
-    return {"npu": _npu_moe, "native": _native_moe, "reference": reference}[backend]
 
 
 # ----------------------------------------------------------------------------- argument checks
@@ -125,9 +124,7 @@ def _gating_impl(
     routed_scaling_factor: float,
     bias: torch.Tensor | None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    backend = select_backend(router_logits)
-    count("moe_gating_top_k", backend)
-    return _impl(backend).moe_gating_top_k(
+    return _MOE.pick("moe_gating_top_k", router_logits).moe_gating_top_k(
         router_logits, top_k, scoring, renormalize, num_expert_group, topk_group, routed_scaling_factor, bias
     )
 
@@ -146,11 +143,8 @@ def _(router_logits, top_k, scoring, renormalize, num_expert_group, topk_group, 
 
 def _init_impl(x: torch.Tensor, expert_idx: torch.Tensor,
                num_experts: int = -1) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    backend = select_backend(x)
-    count("moe_init_routing", backend)
-    if backend == "npu":  # the operator takes the expert count (expert_num)
-        return _npu_moe.moe_init_routing(x, expert_idx, num_experts)
-    return _impl(backend).moe_init_routing(x, expert_idx)
+    # the NPU operator takes the expert count (expert_num); the CPU branches do not need it
+    return _MOE.pick("moe_init_routing", x).moe_init_routing(x, expert_idx, num_experts)
 
 
 _init_op = torch.library.custom_op("ascend::moe_init_routing", mutates_args=())(_init_impl)
@@ -174,9 +168,8 @@ def _finalize_impl(
     skip: torch.Tensor | None,
     bias: torch.Tensor | None,
 ) -> torch.Tensor:
-    backend = select_backend(expanded_rows)
-    count("moe_finalize_routing", backend)
-    return _impl(backend).moe_finalize_routing(expanded_rows, scales, expanded_row_idx, expert_idx, skip, bias)
+    return _MOE.pick("moe_finalize_routing", expanded_rows).moe_finalize_routing(
+        expanded_rows, scales, expanded_row_idx, expert_idx, skip, bias)
 
 
 _finalize_op = torch.library.custom_op("ascend::moe_finalize_routing", mutates_args=())(_finalize_impl)
@@ -190,11 +183,7 @@ def _(expanded_rows, scales, expanded_row_idx, expert_idx, skip, bias):
 def _run_grouped(name: str, x, weight, group_list, handle: int) -> torch.Tensor:
     """Body of the grouped-matmul custom ops: ``name`` on the selected backend; the handle (a
     CPU-only pack) goes to the native backend alone."""
-    backend = select_backend(x)
-    count(name, backend)
-    if backend == "native":
-        return getattr(_native_moe, name)(x, weight, group_list, handle)
-    return getattr(_impl(backend), name)(x, weight, group_list)
+    return getattr(_MOE.pick(name, x), name)(x, weight, group_list, handle)
 
 
 def _gmm_impl(x: torch.Tensor, weight: torch.Tensor, group_list: torch.Tensor,
@@ -340,17 +329,15 @@ def pack_grouped_matmul_weight(weight: torch.Tensor) -> int:
     """Prepack expert weights ``weight`` [E, K, N] for the native CPU backend; return the handle.
 
     Returns -1 (no pack: ``grouped_matmul`` reads ``weight`` itself) unless ``weight`` is a 3-D
-    CPU tensor of a dtype in ``_native_moe.packed_dtypes()`` (float32, bfloat16, float16) and the
+    CPU tensor of a dtype in ``native.moe.packed_dtypes()`` (float32, bfloat16, float16) and the
     native backend is the one that would run. The
-    pack (``ascend_ops._native_moe``; one more copy of the weight bytes) is rebuilt on first use
+    pack (``ascend_ops.native.moe``; one more copy of the weight bytes) is rebuilt on first use
     after ``weight`` is written in place or moved. Raises TypeError for a non-float ``weight``.
     """
     _checks.float_tensor("weight", weight)
     if weight.dim() != 3 or weight.device.type != "cpu" or weight.dtype not in _native_moe.packed_dtypes():
         return -1
-    if select_backend(weight) != "native":
-        return -1
-    return _native_moe.pack(weight)
+    return _MOE.peek(weight).pack_grouped_matmul_weight(weight)
 
 
 def release_grouped_matmul_weight(handle: int) -> None:

@@ -6,19 +6,16 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops import _checks, _native, _npu, reference
-from ascend_ops._dispatch import count, eager_direct, select_backend
+from ascend_ops._dispatch import eager_direct
+from ascend_ops.checks import layers as _checks
+from ascend_ops.families import FAMILIES
+
+_NORM = FAMILIES["norm"]
 
 
 def _rms_norm_impl(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     _checks.rms_norm(x, weight, eps)
-    backend = select_backend(x)
-    count("rms_norm", backend)
-    if backend == "npu":
-        return _npu.rms_norm(x, weight, eps)
-    if backend == "native":
-        return _native.rms_norm(x, weight, eps)
-    return reference.rms_norm(x, weight, eps)
+    return _NORM.pick("rms_norm", x).rms_norm(x, weight, eps)
 
 
 _rms_norm_op = torch.library.custom_op("ascend::rms_norm", mutates_args=())(_rms_norm_impl)
@@ -34,13 +31,7 @@ def _add_rms_norm_impl(
     x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
     _checks.add_rms_norm(x, residual, weight, eps)
-    backend = select_backend(x)
-    count("add_rms_norm", backend)
-    if backend == "npu":
-        return _npu.add_rms_norm(x, residual, weight, eps)
-    if backend == "native":
-        return _native.add_rms_norm(x, residual, weight, eps)
-    return reference.add_rms_norm(x, residual, weight, eps)
+    return _NORM.pick("add_rms_norm", x).add_rms_norm(x, residual, weight, eps)
 
 
 _add_rms_norm_op = torch.library.custom_op("ascend::add_rms_norm", mutates_args=())(_add_rms_norm_impl)

@@ -11,21 +11,17 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops import _checks_quant, _native_quant, _npu_quant
-from ascend_ops._dispatch import count, eager_direct, select_backend
-from ascend_ops.reference import quant as ref
+from ascend_ops._dispatch import eager_direct
+from ascend_ops.checks import quant as _checks_quant
+from ascend_ops.families import FAMILIES
 
-
-def _backend(name, x):
-    backend = select_backend(x)
-    count(name, backend)
-    return {"npu": _npu_quant, "native": _native_quant, "reference": ref}[backend]
+_QUANT = FAMILIES["quant"]
 
 
 def _quantize_impl(x: torch.Tensor, scales: torch.Tensor,
                    zero_points: torch.Tensor | None) -> torch.Tensor:
     _checks_quant.quantize(x, scales, zero_points)
-    return _backend("quantize", x).quantize(x, scales, zero_points)
+    return _QUANT.pick("quantize", x).quantize(x, scales, zero_points)
 
 
 _quantize_op = torch.library.custom_op("ascend::quantize", mutates_args=())(_quantize_impl)
@@ -39,7 +35,7 @@ def _(x, scales, zero_points):
 
 def _dynamic_quant_impl(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     _checks_quant.dynamic_quant(x)
-    return _backend("dynamic_quant", x).dynamic_quant(x)
+    return _QUANT.pick("dynamic_quant", x).dynamic_quant(x)
 
 
 _dynamic_quant_op = torch.library.custom_op("ascend::dynamic_quant", mutates_args=())(
@@ -56,7 +52,7 @@ def _quant_matmul_impl(x1: torch.Tensor, x2: torch.Tensor, scale: torch.Tensor,
                        pertoken_scale: torch.Tensor | None, bias: torch.Tensor | None,
                        output_dtype: torch.dtype) -> torch.Tensor:
     _checks_quant.quant_matmul(x1, x2, scale, pertoken_scale, bias, output_dtype)
-    return _backend("quant_matmul", x1).quant_matmul(x1, x2, scale, pertoken_scale, bias,
+    return _QUANT.pick("quant_matmul", x1).quant_matmul(x1, x2, scale, pertoken_scale, bias,
                                                      output_dtype)
 
 

@@ -5,7 +5,7 @@
 The expert step of an Ascend W8A8_DYNAMIC MoE layer (msModelSlim checkpoints): the routed rows,
 quantized per token by ``dynamic_quant``, times each expert's int8 weight with int32
 accumulation, dequantized by the expert's per-output-channel weight scale and the rows'
-per-token scales. NPU: torch_npu ``npu_grouped_matmul`` (``ascend_ops._npu_quant_moe``);
+per-token scales. NPU: torch_npu ``npu_grouped_matmul`` (``ascend_ops.npu.quant_moe``);
 native: per-expert ``torch._int_mm``; reference: float64 (``ascend_ops.reference.quant_moe``).
 """
 
@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops import _checks, _native_quant_moe, _npu_quant_moe
-from ascend_ops._checks_quant import HALF_OUT
-from ascend_ops._dispatch import count, select_backend
-from ascend_ops.reference import quant_moe as reference
+from ascend_ops.checks import tensors as _checks
+from ascend_ops.checks.quant import HALF_OUT
+from ascend_ops.families import FAMILIES
+
+_QUANT_MOE = FAMILIES["quant_moe"]
 
 
 def check_grouped_quant_matmul(x, weight, scale, pertoken_scale, group_list, output_dtype) -> None:
@@ -47,10 +48,8 @@ def check_grouped_quant_matmul(x, weight, scale, pertoken_scale, group_list, out
 def _gqmm_op(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor,
              pertoken_scale: torch.Tensor, group_list: torch.Tensor,
              output_dtype: torch.dtype) -> torch.Tensor:
-    backend = select_backend(x)
-    count("grouped_quant_matmul", backend)
-    impl = {"npu": _npu_quant_moe, "native": _native_quant_moe, "reference": reference}[backend]
-    return impl.grouped_quant_matmul(x, weight, scale, pertoken_scale, group_list, output_dtype)
+    return _QUANT_MOE.pick("grouped_quant_matmul", x).grouped_quant_matmul(
+        x, weight, scale, pertoken_scale, group_list, output_dtype)
 
 
 @_gqmm_op.register_fake

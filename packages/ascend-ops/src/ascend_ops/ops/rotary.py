@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops import _checks, _native, _npu, reference
-from ascend_ops._dispatch import count, eager_direct, select_backend
+from ascend_ops._dispatch import eager_direct
+from ascend_ops.checks import layers as _checks
+from ascend_ops.families import FAMILIES
+
+_ROTARY = FAMILIES["rotary"]
 
 
 def _rotary_impl(
@@ -19,14 +22,8 @@ def _rotary_impl(
     is_neox: bool,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     _checks.rotary(positions, query, key, head_size, cos_sin_cache)
-    backend = select_backend(query)
-    count("rotary_embedding", backend)
-    if backend == "npu":
-        return _npu.rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox)
-    if backend == "native":
-        return _native.rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox)
-    _checks.rotary_values(positions, cos_sin_cache)
-    return reference.rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox)
+    return _ROTARY.pick("rotary_embedding", query).rotary_embedding(
+        positions, query, key, head_size, cos_sin_cache, is_neox)
 
 
 _rotary_op = torch.library.custom_op("ascend::rotary_embedding", mutates_args=())(_rotary_impl)
@@ -57,7 +54,7 @@ def rotary_embedding(
     NPU: ``torch_npu.npu_mrope(positions, query, key, cos_sin_cache, head_size,
     mrope_section=[0, 0, 0], rotary_mode="half"|"interleave")`` (out of place, this call's
     cache); a head_size off npu_mrope's alignment (32 for fp16/bf16, 16 for fp32) rotates the
-    rotary slice, a rotary_dim off it runs the reference math on the device (``_npu``).
+    rotary slice, a rotary_dim off it runs the reference math on the device (``ascend_ops.npu.layers``).
     Raises TypeError/ValueError naming the argument; ValueError for positions outside the cache.
     """
     args = (positions, query, key, int(head_size), cos_sin_cache, bool(is_neox))

@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops import _checks, _native, reference
-from ascend_ops._dispatch import count, eager_direct, select_backend
+from ascend_ops._dispatch import eager_direct
+from ascend_ops.checks import tensors as _checks
+from ascend_ops.families import FAMILIES
+
+_SAMPLING = FAMILIES["sampling"]
 
 
 def _check(logits: torch.Tensor) -> None:
@@ -25,13 +28,7 @@ def _check(logits: torch.Tensor) -> None:
 
 def _greedy_argmax_impl(logits: torch.Tensor) -> torch.Tensor:
     _check(logits)
-    backend = select_backend(logits)
-    count("greedy_argmax", backend)
-    if backend == "npu":
-        return logits.argmax(dim=-1)
-    if backend == "native":
-        return _native.greedy_argmax(logits)
-    return reference.greedy_argmax(logits)
+    return _SAMPLING.pick("greedy_argmax", logits).greedy_argmax(logits)
 
 
 _greedy_argmax_op = torch.library.custom_op("ascend::greedy_argmax", mutates_args=())(

@@ -5,7 +5,7 @@
 
 Semantics: vLLM 0.32 ``vllm/v1/sample/rejection_sampler.py`` (Leviathan et al.,
 arXiv:2211.17192); the rule is spelled out in ``ascend_ops.reference.spec_decode``. Randomness
-is an input (``uniform_probs``, ``inv_q``), so the NPU branch (``ascend_ops._npu_spec``: aten
+is an input (``uniform_probs``, ``inv_q``), so the NPU branch (``ascend_ops.npu.spec_decode``: aten
 device ops, no torch_npu operator exists for it), the native C++ kernel
 (``csrc/spec_decode.cpp``) and the reference agree token for token on the same noise.
 """
@@ -14,29 +14,24 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops import _checks_spec as chk
-from ascend_ops import _native_spec, _npu_spec
-from ascend_ops._dispatch import count, eager_direct, select_backend
+from ascend_ops._dispatch import eager_direct
+from ascend_ops.checks import spec_decode as chk
+from ascend_ops.families import FAMILIES
 from ascend_ops.reference import spec_decode as ref
 
 PLACEHOLDER_TOKEN_ID = ref.PLACEHOLDER_TOKEN_ID
-
-
-def _impl(name: str, t: torch.Tensor):
-    backend = select_backend(t)
-    count(name, backend)
-    return backend, {"npu": _npu_spec, "native": _native_spec, "reference": ref}[backend]
+_SPEC_DECODE = FAMILIES["spec_decode"]
 
 
 def _recovered_impl(draft_token_ids: torch.Tensor, cu_num_draft_tokens: torch.Tensor,
                     draft_probs: torch.Tensor | None, target_probs: torch.Tensor,
                     inv_q: torch.Tensor) -> torch.Tensor:
     chk.recovered(draft_token_ids, cu_num_draft_tokens, draft_probs, target_probs, inv_q)
-    backend, mod = _impl("sample_recovered_tokens", draft_token_ids)
-    if backend != "npu":
-        chk.layout(draft_token_ids, cu_num_draft_tokens, None, target_probs.shape[1])
-    return mod.sample_recovered_tokens(draft_token_ids, cu_num_draft_tokens, draft_probs,
-                                       target_probs, inv_q)
+    # the CPU branches also check the token layout (chk.layout) on the host first; the NPU
+    # branch reads no device value back
+    impl = _SPEC_DECODE.pick("sample_recovered_tokens", draft_token_ids)
+    return impl.sample_recovered_tokens(draft_token_ids, cu_num_draft_tokens, draft_probs,
+                                        target_probs, inv_q)
 
 
 def _rejection_impl(draft_token_ids: torch.Tensor, cu_num_draft_tokens: torch.Tensor,
@@ -48,11 +43,7 @@ def _rejection_impl(draft_token_ids: torch.Tensor, cu_num_draft_tokens: torch.Te
     args = (draft_token_ids, cu_num_draft_tokens, target_argmax, target_probs, draft_probs,
             bonus_token_ids, recovered_token_ids, uniform_probs, is_greedy, max_spec_len)
     chk.rejection(*args)
-    backend, mod = _impl("rejection_sample", draft_token_ids)
-    if backend != "npu":
-        vocab = None if is_greedy is None or target_probs is None else target_probs.shape[1]
-        chk.layout(draft_token_ids, cu_num_draft_tokens, max_spec_len, vocab)
-    return mod.rejection_sample(*args)
+    return _SPEC_DECODE.pick("rejection_sample", draft_token_ids).rejection_sample(*args)
 
 
 _recovered_op = torch.library.custom_op("ascend::sample_recovered_tokens", mutates_args=())(

@@ -18,6 +18,7 @@ import threading
 
 import torch
 
+from ascend_ops.device import hooks
 from ascend_ops.simulator import ledger  # callable: ledger() -> the process-wide Ledger
 from ascend_ops.simulator.errors import SimulatedNpuError
 from ascend_ops.simulator.ledger import Ledger, call_sites, static_call_sites
@@ -28,7 +29,7 @@ _lock = threading.Lock()
 _installed: dict = {}
 
 
-# patch: simulated-npu (declared in vllm_ascend_platform.patches; docs/architecture.md)
+# patch: simulated-npu (declared in vllm_ascend_platform.patches.registry; docs/architecture.md)
 def install(capacity_bytes: int | None = None, device_count: int | None = None):
     """Install the simulator in this process and return the simulated ``torch_npu`` module.
 
@@ -68,6 +69,7 @@ def install(capacity_bytes: int | None = None, device_count: int | None = None):
         streams.patch_host_reads(True)
         streams.ensure_mode()  # this thread's device ops meet the asynchronous device
         _installed["module"] = module
+        hooks.register_simulator(account_alloc, account_free)
         return module
 
 
@@ -75,17 +77,17 @@ _MODULE_KEYS = ("torch_npu", "torch.npu", "torch_npu.npu")
 
 
 def _npu_modules() -> list:
-    """ascend_ops' NPU modules: ``ascend_ops._npu*`` and ``ascend_ops.device._npu*``."""
+    """ascend_ops' NPU modules: ``ascend_ops.npu.*`` and ``ascend_ops.device._npu*``."""
     import importlib
     import pkgutil
 
-    import ascend_ops
     import ascend_ops.device
+    import ascend_ops.npu
 
     mods = []
-    for pkg in (ascend_ops, ascend_ops.device):
+    for pkg, prefix in ((ascend_ops.npu, ""), (ascend_ops.device, "_npu")):
         for info in pkgutil.iter_modules(pkg.__path__):
-            if info.name.startswith("_npu"):
+            if info.name.startswith(prefix):
                 mods.append(importlib.import_module(f"{pkg.__name__}.{info.name}"))
     return mods
 
@@ -114,7 +116,7 @@ def _wrap_npu_modules() -> list:
     return undo
 
 
-# patch: simulated-npu (declared in vllm_ascend_platform.patches; docs/architecture.md)
+# patch: simulated-npu (declared in vllm_ascend_platform.patches.registry; docs/architecture.md)
 def uninstall() -> None:
     """Undo ``install()`` in this process (tests): restore ``sys.modules``, ``torch.npu`` and our
     NPU modules' functions; the ``torch.library`` definitions stay. No-op when not installed."""
@@ -140,6 +142,7 @@ def uninstall() -> None:
         for mod, name, fn in _installed["wrapped"]:
             setattr(mod, name, fn)
         _installed.clear()
+        hooks.unregister_simulator()
 
 
 def _visible_devices() -> int:

@@ -6,7 +6,7 @@ paged KV cache, written from the operator's documentation (``torch_npu/_op_plugi
     attention_out = softmax(scale * (query . key^T [+ query_rope . key_rope^T]) + mask) . value
 
 * ``input_layout`` names the query layout and, after ``_``, the output layout
-  (``constraints.FIA_LAYOUT_SPLIT``, from op-plugin FusedInferAttentionScoreKernelNpuOpApi.cpp
+  (``constraints.core.FIA_LAYOUT_SPLIT``, from op-plugin FusedInferAttentionScoreKernelNpuOpApi.cpp
   @517f2e7:41-89); query layouts TND [T, N, D] (``actual_seq_lengths`` = cumulative query ends),
   BSND [B, S, N, D], BNSD (also BNSD_BSND, BNSD_NBSD) [B, N, S, D], BSH [B, S, N*D]
   (``actual_seq_lengths`` = per-batch query lengths, optional), TND_NTD as TND;
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops.simulator.constraints import FIA_LAYOUT_SPLIT
+from ascend_ops.simulator.constraints.core import FIA_LAYOUT_SPLIT
 
 _UNMODELLED = (
     "pse_shift", "dequant_scale1", "quant_scale1", "dequant_scale2", "quant_scale2",
@@ -106,7 +106,7 @@ def attention(query, key, value, **kw):
         kb = kc[ids].reshape(-1, nkv, kc.shape[-1])[:kl].float().repeat_interleave(group, 1)
         vb = vc[ids].reshape(-1, nkv, vc.shape[-1])[:kl].float().repeat_interleave(group, 1)
         s = torch.einsum("qhd,khd->hqk", qb.float(), kb)
-        if rsegs is not None:
+        if rsegs is not None and krc is not None:  # both present exactly when rope keys are
             krb = krc[ids].reshape(-1, nkv, krc.shape[-1])[:kl].float().repeat_interleave(group, 1)
             s = s + torch.einsum("qhd,khd->hqk", rsegs[b].float(), krb)
         s = s * scale

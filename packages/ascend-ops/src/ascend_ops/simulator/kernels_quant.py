@@ -3,7 +3,7 @@
 """Reference kernels of the simulated torch_npu int8 operators, written from the operator docs
 (torch-npu 2.13.0 ``_op_plugin_docs.py``: npu_quantize, npu_dynamic_quant, npu_quant_matmul),
 independently of ``ascend_ops.reference.quant``. The documented argument rules are checked in
-``constraints_quant`` before these run; modes outside them raise ``NotImplementedError``.
+``constraints.quant`` before these run; modes outside them raise ``NotImplementedError``.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def npu_grouped_matmul(x, weight, **kw):
     """Per-token quantized groups (formula 3): ``y = (x @ weight_e) * scale_e * per_token_scale``;
     without scale and with ``output_dtype=torch.int32``: ``y = x @ weight_e``, the int32
     accumulator (op-plugin GroupedMatmulKernelNpuOpApi.cpp@517f2e7:191-194,303-306,
-    torch_npu-npu_grouped_matmul.md@517f2e7:192-201; see ``constraints_quant.grouped_matmul``).
+    torch_npu-npu_grouped_matmul.md@517f2e7:192-201; see ``constraints.quant.grouped_matmul``).
     x int8 [m, k], weight int8 [g, k, n], group_list int64 [g] -> [y [m, n]]. Float inputs go to
     the float kernel (``kernels_moe``)."""
     from ascend_ops.simulator.kernels_moe import npu_grouped_matmul as float_kernel

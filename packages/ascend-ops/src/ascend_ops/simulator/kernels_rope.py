@@ -2,7 +2,7 @@
 # Copyright 2026 The vllm-ascend authors
 """Kernels of the simulated rotary-embedding operators: ATB ``_npu_rotary_embedding`` and
 ``npu_mrope``. Each follows its sources, quirks included; shapes and rules are checked first in
-``constraints_rope``.
+``constraints.rope``.
 
 Sources:
 

@@ -130,11 +130,29 @@ def _callee(node: ast.AST, npu_modules: frozenset[str] = frozenset({"_npu"})) ->
     return ".".join([root, *reversed(parts)])
 
 
+def _npu_module_names(tree: ast.AST) -> frozenset[str]:
+    """Names ``tree`` binds to our NPU modules: ``from ascend_ops.npu import m [as n]``,
+    ``from ascend_ops.device import _npu [as n]``, ``import ascend_ops.npu.m as n``; ``_npu``
+    always."""
+    names = {"_npu"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0:
+            for alias in node.names:
+                if node.module == "ascend_ops.npu" or (
+                        node.module == "ascend_ops.device" and alias.name.startswith("_npu")):
+                    names.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("ascend_ops.npu.") and alias.asname:
+                    names.add(alias.asname)
+    return frozenset(names)
+
+
 def static_call_sites(root: str | Path) -> dict[tuple[str, int], str]:
     """Scan ``<root>/packages/*/src/**/*.py`` (the simulator excluded) for calls whose target is
-    ``torch_npu().X``, ``torch_npu.X``, ``torch.npu.X`` or ``<m>.X`` where ``<m>`` is the file
-    stem of one of our NPU modules (``ascend_ops/_npu*.py``, ``ascend_ops/device/_npu*.py``;
-    ``_npu`` always) used under its own name, e.g. ``_npu.rms_norm(...)`` in ``ops/norm.py``.
+    ``torch_npu().X``, ``torch_npu.X``, ``torch.npu.X`` or ``<m>.X`` where ``<m>`` is the name a
+    file binds one of our NPU modules to (``ascend_ops/npu/*.py``, ``ascend_ops/device/_npu*.py``;
+    :func:`_npu_module_names`; ``_npu`` always), e.g. ``_npu.available()`` in ``device/__init__.py``.
     Returns {(file relative to root, line of the called attribute): dotted callee}.
 
     ``call_sites()`` records the same (file, line) at run time: the first three kinds through
@@ -142,9 +160,6 @@ def static_call_sites(root: str | Path) -> dict[tuple[str, int], str]:
     NPU modules' functions (calls a module makes to its own helpers are not sites).
     """
     root = Path(root)
-    stems = {"_npu"} | {p.stem for p in root.glob("packages/*/src/ascend_ops/_npu*.py")}
-    stems |= {p.stem for p in root.glob("packages/*/src/ascend_ops/device/_npu*.py")}
-    npu_modules = frozenset(stems)
     found: dict[tuple[str, int], str] = {}
     for path in sorted(root.glob("packages/*/src/**/*.py")):
         if "simulator" in path.relative_to(root).parts:
@@ -154,6 +169,7 @@ def static_call_sites(root: str | Path) -> dict[tuple[str, int], str]:
         except (OSError, SyntaxError):
             continue
         rel = str(path.relative_to(root)).replace("\\", "/")
+        npu_modules = _npu_module_names(tree)
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):
                 callee = _callee(node.func, npu_modules)

@@ -29,7 +29,7 @@ _SWEEP = "tests/e2e/test_option_sweep.py::test_supported_group_serves_like_the_o
 _FP8 = "tests/e2e/test_option_sweep.py::test_fp8_kv_cache_first_tokens_match_float"
 _NOEFFECT = ("no effect unless a feature this table refuses is on, or the model has layers the "
              "Ascend platform does not build (GDN/KDA linear attention, Mamba)")
-#: what a refused kv_cache_dtype is told (the rule: ascend_ops/_checks_kv.py NPU_RULE)
+#: what a refused kv_cache_dtype is told (the rule: ascend_ops/checks/kv_cache.py NPU_RULE)
 KV_FIX = ("use --kv-cache-dtype auto. fp8 / fp8_e4m3 / fp8_e5m2 (and float16 / bfloat16 under a "
           "float32 model) are served in CPU emulation with the dense backend only, not with MLA "
           "models; the NPU branch keeps the cache in the model dtype, because on Atlas A2/A3 "

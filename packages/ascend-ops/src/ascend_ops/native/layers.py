@@ -12,6 +12,8 @@ from __future__ import annotations
 import torch
 
 from ascend_ops._dispatch import native_module
+from ascend_ops.reference import backend as reference_backend
+from ascend_ops.reference import paged
 
 DTYPE_CODES = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
 
@@ -108,7 +110,13 @@ def rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox):
     return q_out, k_out
 
 
-def reshape_and_cache(key, value, key_cache, value_cache, slot_mapping):
+def reshape_and_cache(key, value, key_cache, value_cache, slot_mapping, k_scale=1.0, v_scale=1.0):
+    """The C++ scatter; a cache stored in another dtype (quantize-on-write) or a value head dim
+    other than key's (MLA) goes to the reference scatter (``reference/backend.py``)."""
+    if key_cache.dtype != key.dtype or value.shape[-1] != key.shape[-1]:
+        reference_backend.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping,
+                                            k_scale, v_scale)
+        return
     c = native_module()
     slots = _as(slot_mapping, torch.int64)
     c.reshape_and_cache(
@@ -119,8 +127,32 @@ def reshape_and_cache(key, value, key_cache, value_cache, slot_mapping):
     )
 
 
-def fused_infer_attention(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, scale, causal,
-                          out=None):
+def fused_infer_attention(query, key_cache, value_cache, block_table, query_start_loc, seq_lens,
+                          scale, causal, ends, kv_lens, k_scale, v_scale, out=None,
+                          softmax_lse=None, workspace=None, step=None):
+    """TND attention on the C++ kernel; returns ``out`` (filled) when given, else a new tensor.
+
+    A cache stored narrower is dequantized for the blocks in use, and host lengths, when given,
+    become the length tensors, checked once per value through ``step``
+    (``reference.paged.cpu_inputs``). ``softmax_lse`` / ``workspace`` are the NPU operator's."""
+    key_cache, value_cache, block_table, query_start_loc, seq_lens = paged.cpu_inputs(
+        query, key_cache, value_cache, block_table, query_start_loc, seq_lens, ends, kv_lens,
+        k_scale, v_scale, step)
+    result = _fia(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, scale,
+                  causal, out)
+    if out is None or result is out:
+        return result
+    out.copy_(result)
+    return out
+
+
+def fused_infer_attention_workspace(*args) -> None:
+    """CPU branches need no workspace."""
+    return None
+
+
+def _fia(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, scale, causal,
+         out=None):
     """``out``: a contiguous tensor of query's shape and dtype, not sharing query's storage, to
     write into (otherwise a new one is returned)."""
     c = native_module()

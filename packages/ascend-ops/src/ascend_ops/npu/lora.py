@@ -17,7 +17,7 @@ draws indices from [-1, W), and the row is left unchanged.
 The operator is documented for float16 only, with R a multiple of 16 in [16, 128] and H1, H2
 multiples of 16 (``_op_plugin_docs.py``, 参数说明). Calls outside those limits (bfloat16 models,
 the float32 LoRA buffers vLLM allocates, rank 8) run as a composition of aten device ops instead
-(one GEMM over all slots + a one-hot selection, ``ascend_ops._native_lora``): no host
+(one GEMM over all slots + a one-hot selection, ``ascend_ops.native.lora``): no host
 synchronisation and static shapes, so both forms are valid inside a captured ACL graph.
 
 The operator is documented for Atlas A2 only (``_op_plugin_docs.py``, 支持的型号: "Atlas A2
@@ -36,8 +36,8 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops import _native_lora
-from ascend_ops._npu import torch_npu
+from ascend_ops.native import lora as _native_lora
+from ascend_ops.npu.layers import torch_npu
 
 #: rank limits of npu_batch_gather_matmul's weight_a (_op_plugin_docs.py: R in [16, 128], % 16).
 RANK_MIN, RANK_MAX, ALIGN = 16, 128, 16

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops._checks import float_tensor, index_tensor
+from ascend_ops.checks.tensors import float_tensor, index_tensor
 
 
 def _weight(name: str, w) -> tuple[int, int, int]:

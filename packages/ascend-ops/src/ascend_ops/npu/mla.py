@@ -2,7 +2,7 @@
 # Copyright 2026 The vllm-ascend authors
 """NPU branch of the MLA ops: each mapped onto the torch_npu operator vllm-ascend uses.
 
-torch_npu is found at call time (``ascend_ops._npu.torch_npu``), so the simulated torch_npu
+torch_npu is found at call time (``ascend_ops.npu.layers.torch_npu``), so the simulated torch_npu
 (``ascend_ops.simulator``) runs this branch on a CPU. Argument names follow the torch-npu 2.13.0
 wheel's published schema of ``npu_fused_infer_attention_score``.
 
@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops._npu import _causal_mask, _paged, torch_npu
+from ascend_ops.npu.layers import _causal_mask, _paged, torch_npu
+from ascend_ops.reference import paged
 
 
 def padded_heads(n: int) -> int:
@@ -107,3 +108,18 @@ def mla_decode_workspace(q_nope, q_pe, kv_c_cache, k_pe_cache, block_table, ends
     _need_padded(q_nope, "mla_decode_workspace")
     args, kwargs = _fia_args(q_nope, q_pe, kv_c_cache, k_pe_cache, block_table, ends, kv_lens, scale)
     return torch_npu()._npu_fused_infer_attention_score_get_max_workspace(*args, **kwargs)
+
+
+def mla_decode_heads(n: int) -> int:
+    """The head count a graph-captured decode call must be given (:func:`padded_heads`)."""
+    return padded_heads(n)
+
+
+def mla_prefill(query, key, value, ends, kv_lens, scale, write, attend):
+    """The paged FIA over a scratch paged cache (``reference.paged.paged_prefill``), with the
+    op layer's ``write`` (reshape_and_cache) and ``attend`` (fused_infer_attention)."""
+    return paged.paged_prefill(query, key, value, ends, kv_lens, scale, write, attend)
+
+
+#: block-table index ops on the device (no torch_npu operator needed)
+mla_gather_context = paged.gather_context

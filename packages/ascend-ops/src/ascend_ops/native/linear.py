@@ -21,21 +21,17 @@ Layouts (:func:`packable` names them, :func:`block_rows` says which rows each se
   for bfloat16 and float16), applied with ``torch.ops.mkldnn._linear_pointwise``: what vLLM 0.32's
   CPU backend runs too (its ``onednn_mm``, ``dispatch_cpu_unquantized_gemm``).
 
-Which, by the vector ISA ``_C`` was built for and the dtype (measured, benchmarks/README.md,
-``benchmarks/linear_bench.py`` at SmolLM2's shapes, weights streamed from memory):
+Which, by the vector ISA ``_C`` was built for and the dtype (chosen from
+``benchmarks/linear_bench.py`` at SmolLM2's shapes, weights streamed from memory; the numbers are
+in benchmarks/README.md, "Design measurements behind ascend-ops kernels"):
 
 * float32, wherever oneDNN runs float32 (every x86 build of torch; aarch64 builds too, not
   measured there): ``"blocks+onednn"``, the column blocks up to :data:`FLOAT32_BLOCK_ROWS` (48)
   rows on AVX-512 builds (:data:`BLOCK_ROWS` from :data:`WIDE_N` columns and on other builds),
-  the oneDNN pack above. On a 2-core AVX2 EPYC the kernel took 200-530 us per call at 1-4 rows
-  where torch's oneDNN pack took 300-830 us; on a 2-core AVX-512 Xeon it took 0.76-0.97x vLLM's
-  ``onednn_mm`` at 1-8 rows and was level at 16. On a 2-core AVX-512 EPYC, SmolLM2's four
-  layer shapes: the column blocks 0.6-1.06x ``onednn_mm`` at 24-48 rows, where our oneDNN pack
-  ran 0.91-1.15x (the ``_linear_pointwise`` call costs tens of us more per call than vLLM's
-  handle); at 56-64 rows the two were mixed (blocks 0.85-1.25x, oneDNN pack 1.02-1.08x) and at 128 rows the oneDNN pack
-  was ahead (1.01-1.05x against 1.16-1.33x: the layer is compute-bound there). Plain
-  ``aten.linear`` (MKL's ``sgemm``) ran 1.1-2.0x ``onednn_mm`` at 16-256 rows, so float32 keeps
-  the oneDNN pack for prefill, one more copy of the weights in host memory.
+  the oneDNN pack above. The column blocks are ahead of oneDNN at decode rows, the two cross
+  around 48-64 rows, and the oneDNN pack is ahead where the layer turns compute-bound; plain
+  ``aten.linear`` (MKL's ``sgemm``) trails ``onednn_mm`` at prefill sizes, so float32 keeps the
+  oneDNN pack for prefill, one more copy of the weights in host memory.
 * bfloat16 / float16 on AVX-512 builds whose CPU has oneDNN kernels for them:
   ``"blocks+onednn"``, both packs. The column blocks serve decode rows while the weight is narrow
   (up to 8 rows for N < :data:`WIDE_N`, one row otherwise); oneDNN's AMX / AVX-512-BF16 GEMM,
@@ -51,7 +47,7 @@ batch size always gets the same numbers.
 Why not MKL for float32 (``cblas_sgemm_pack``, used here before): torch's ``_mkl_linear`` applies
 such a pack only to inputs with exactly the row count it was packed for and runs ``aten.linear``
 (MKL ``sgemm``) at any other (``aten/src/ATen/native/mkldnn/Linear.cpp``, ``mkl_linear``), and on
-an AMD EPYC box MKL's float32 kernels are 1.4-4.7x slower than oneDNN's at SmolLM2's shapes.
+AMD CPUs MKL's float32 kernels trail oneDNN's at SmolLM2's shapes.
 """
 
 from __future__ import annotations
@@ -60,10 +56,10 @@ from dataclasses import dataclass
 
 import torch
 
-from ascend_ops import _host_memory as host_memory
 from ascend_ops._dispatch import native_module, native_vector_isa
-from ascend_ops._native import DTYPE_CODES
-from ascend_ops._pack_registry import PackRegistry
+from ascend_ops.native import host_memory
+from ascend_ops.native.layers import DTYPE_CODES
+from ascend_ops.native.pack_registry import PackRegistry
 
 #: Most rows the column blocks serve by default: a decode kernel (register tiles of up to 8 rows
 #: on AVX-512, 4 elsewhere). The limit where the ``"blocks"`` layout is the only pack (bfloat16 /
@@ -72,15 +68,14 @@ from ascend_ops._pack_registry import PackRegistry
 BLOCK_ROWS = 16
 #: Most rows a float32 ``"blocks+onednn"`` weight narrower than :data:`WIDE_N` sends to the column
 #: blocks on AVX-512 builds (the oneDNN pack above): where the two crossed at SmolLM2's shapes
-#: (module docstring). Wider float32 weights (an LM head) keep :data:`BLOCK_ROWS`: SmolLM2's took
-#: 0.76-0.93x ``onednn_mm`` at 8-16 rows on the column blocks, 1.06-1.12x at 32-48. AVX2 builds
-#: keep :data:`BLOCK_ROWS` too: not measured on an AVX2 CPU above 16 rows; on a 2-core AVX-512
-#: EPYC with oneDNN capped at AVX2 (``ONEDNN_MAX_CPU_ISA=AVX2``, one thread, under load) the AVX2
-#: build's column blocks took 1.25-1.4x oneDNN's time at 32-48 rows.
+#: (module docstring). Wider float32 weights (an LM head) keep :data:`BLOCK_ROWS`: there the column
+#: blocks lead at 8-16 rows and trail at 32-48. AVX2 builds keep :data:`BLOCK_ROWS` too: not
+#: measured on an AVX2 CPU above 16 rows, and with oneDNN capped at AVX2 the AVX2 build's column
+#: blocks trailed oneDNN at 32-48 rows.
 FLOAT32_BLOCK_ROWS = 48
 #: Output width from which a ``"blocks+onednn"`` weight leaves more rows to oneDNN: bfloat16 /
-#: float16 every row above the first (SmolLM2's LM head, N = 49152: 1.4x oneDNN's time at 8 rows;
-#: its 3072-wide gate_up: level), float32 those above :data:`BLOCK_ROWS`.
+#: float16 every row above the first (SmolLM2's LM head, N = 49152, trails oneDNN at 8 rows where
+#: its 3072-wide gate_up is level), float32 those above :data:`BLOCK_ROWS`.
 WIDE_N = 8192
 
 
@@ -206,3 +201,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, han
     else:
         out = torch.ops.mkldnn._linear_pointwise(x2, entry.onednn, bias, "none", [], "")
     return out if x.dim() == 2 else out.view(*x.shape[:-1], weight.shape[0])
+
+
+#: the family table's name for :func:`pack`
+pack_linear_weight = pack

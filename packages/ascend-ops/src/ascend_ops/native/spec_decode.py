@@ -10,7 +10,8 @@ from __future__ import annotations
 import torch
 
 from ascend_ops._dispatch import native_module
-from ascend_ops._native import DTYPE_CODES
+from ascend_ops.checks import spec_decode as chk
+from ascend_ops.native.layers import DTYPE_CODES
 
 
 def _i64(t):
@@ -26,6 +27,7 @@ def _probs(t):
 
 def sample_recovered_tokens(draft_token_ids, cu_num_draft_tokens, draft_probs, target_probs,
                             inv_q):
+    chk.layout(draft_token_ids, cu_num_draft_tokens, None, target_probs.shape[1])
     num_tokens, vocab = target_probs.shape
     cu, draft = _i64(cu_num_draft_tokens), _i64(draft_token_ids)
     tp, tp_ptr, tp_code = _probs(target_probs)
@@ -41,6 +43,8 @@ def sample_recovered_tokens(draft_token_ids, cu_num_draft_tokens, draft_probs, t
 def rejection_sample(draft_token_ids, cu_num_draft_tokens, target_argmax, target_probs,
                      draft_probs, bonus_token_ids, recovered_token_ids, uniform_probs, is_greedy,
                      max_spec_len):
+    vocab = None if is_greedy is None or target_probs is None else target_probs.shape[1]
+    chk.layout(draft_token_ids, cu_num_draft_tokens, max_spec_len, vocab)
     cu, draft = _i64(cu_num_draft_tokens), _i64(draft_token_ids)
     batch, num_tokens = cu.shape[0], draft.shape[0]
     keep = [cu, draft]

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops._npu import torch_npu
+from ascend_ops.npu.layers import torch_npu
 
 _SCORING_NORM_TYPE = {"softmax": 0, "sigmoid": 1}
 
@@ -103,7 +103,8 @@ def moe_finalize_routing(expanded_rows, scales, expanded_row_idx, expert_idx, sk
     return acc.to(expanded_rows.dtype)
 
 
-def grouped_matmul(x, weight, group_list):
+def grouped_matmul(x, weight, group_list, handle=-1):
+    """``handle`` (a CPU pack of the native backend) does not apply here."""
     (out,) = torch_npu().npu_grouped_matmul(
         [x],
         [weight],
@@ -115,7 +116,12 @@ def grouped_matmul(x, weight, group_list):
     return out
 
 
-def grouped_matmul_swiglu(x, weight, group_list):
+def grouped_matmul_swiglu(x, weight, group_list, handle=-1):
     # torch_npu has no unquantized fused form (npu_grouped_matmul_swiglu_quant takes int8 weights
     # with weight_scale and x_scale): the two operators, as vllm-ascend's unquantized MoE runs them.
     return torch_npu().npu_swiglu(grouped_matmul(x, weight, group_list), dim=-1)
+
+
+def pack_grouped_matmul_weight(weight) -> int:
+    """No pack: the operator reads ``weight`` (packs are a native CPU layout)."""
+    return -1

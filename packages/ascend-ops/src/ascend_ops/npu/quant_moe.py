@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops._npu import torch_npu
+from ascend_ops.npu.layers import torch_npu
 
 
 def grouped_quant_matmul(x, weight, scale, pertoken_scale, group_list, output_dtype):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops._checks import FLOAT_DTYPES, float_tensor, index_tensor, tensor
+from ascend_ops.checks.tensors import FLOAT_DTYPES, float_tensor, index_tensor, tensor
 
 UNIFORM_DTYPES = (torch.float64, torch.float32)
 NOISE_DTYPES = (torch.float32, torch.float64)

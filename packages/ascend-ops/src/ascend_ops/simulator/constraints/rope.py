@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops.simulator.constraints import HALF, _contig, _dtype, _need
+from ascend_ops.simulator.constraints.base import HALF, _contig, _dtype, _need
 
 INDEX = (torch.int32, torch.int64)
 # [MROPE-DOC] mrope_section: 不传或[0, 0, 0]表示RoPE模式; 传[16, 24, 24]、[24, 20, 20]、[8, 12, 12]、

@@ -13,6 +13,10 @@ import importlib
 
 import torch
 
+from ascend_ops.checks import attention as attention_checks
+from ascend_ops.checks.kv_cache import npu_cache_error
+from ascend_ops.reference import paged
+
 # npu_fused_infer_attention_score with sparse_mode=3 (causal, aligned bottom-right) takes this
 # fixed 2048x2048 mask (True = masked) and derives the real mask from the actual lengths.
 _CAUSAL_MASK_SIZE = 2048
@@ -104,9 +108,21 @@ def rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox):
     return q_out.reshape(query.shape), k_out.reshape(key.shape)
 
 
-def reshape_and_cache(key, value, key_cache, value_cache, slot_mapping):
+def greedy_argmax(logits):
+    """``torch.argmax`` on the NPU tensor (aclnnArgMaxV2)."""
+    return logits.argmax(dim=-1)
+
+
+def reshape_and_cache(key, value, key_cache, value_cache, slot_mapping, k_scale=1.0, v_scale=1.0):
     """ATB ``_npu_reshape_and_cache``: the ATB kernel writes through the caches' base pointers
-    with dense strides, so both caches must be contiguous (vllm-ascend allocates them so)."""
+    with dense strides, so both caches must be contiguous (vllm-ascend allocates them so).
+
+    A cache stored in another dtype than key's raises ValueError naming the SoC rule
+    (``checks.kv_cache.NPU_RULE``). No slot range check here: it would read slot_mapping back
+    from the device (a sync, illegal inside a graph capture); the ATB kernel bounds-checks on
+    the device."""
+    if key_cache.dtype != key.dtype:
+        raise npu_cache_error("reshape_and_cache", key_cache.dtype, key.dtype)
     for name, cache in (("key_cache", key_cache), ("value_cache", value_cache)):
         if not cache.is_contiguous():
             raise ValueError(
@@ -151,7 +167,30 @@ def _fia_kwargs(query, key_cache, block_table, ends, kv_lens, scale, causal):
     return kwargs
 
 
-def fused_infer_attention(query, key_cache, value_cache, block_table, ends, kv_lens, scale, causal):
+def fused_infer_attention(query, key_cache, value_cache, block_table, query_start_loc, seq_lens,
+                          scale, causal, ends, kv_lens, k_scale, v_scale, out=None,
+                          softmax_lse=None, workspace=None, step=None):
+    """TND attention through npu_fused_infer_attention_score (``out`` given: its ``.out``
+    overload, returning ``out``).
+
+    The host lengths are ``ends`` / ``kv_lens`` when given, else read from the tensors (a
+    device-to-host copy, illegal inside a graph capture), then checked without reading any
+    device tensor. A cache stored in another dtype than query's raises ValueError naming the SoC
+    rule. ``k_scale`` / ``v_scale`` (float8 caches only) and ``step`` (the CPU branches' memo)
+    do not apply here."""
+    if key_cache.dtype != query.dtype:
+        raise npu_cache_error("fused_infer_attention", key_cache.dtype, query.dtype)
+    ends, kv_lens = paged.host_lengths(query_start_loc, seq_lens, ends, kv_lens)
+    attention_checks.attention_lengths(query, key_cache, block_table, seq_lens.shape[0], ends,
+                                       kv_lens)
+    if out is None:
+        return _fia(query, key_cache, value_cache, block_table, ends, kv_lens, scale, causal)
+    _fia_out(query, key_cache, value_cache, block_table, ends, kv_lens, scale, causal, out,
+             softmax_lse, workspace)
+    return out
+
+
+def _fia(query, key_cache, value_cache, block_table, ends, kv_lens, scale, causal):
     """TND query + paged KV (block_table) through npu_fused_infer_attention_score.
 
     ``ends`` / ``kv_lens`` are host lists (actual_seq_lengths / actual_seq_lengths_kv)."""
@@ -164,8 +203,8 @@ def fused_infer_attention(query, key_cache, value_cache, block_table, ends, kv_l
     return out
 
 
-def fused_infer_attention_out(query, key_cache, value_cache, block_table, ends, kv_lens, scale,
-                              causal, out, softmax_lse, workspace):
+def _fia_out(query, key_cache, value_cache, block_table, ends, kv_lens, scale, causal, out,
+             softmax_lse, workspace):
     """The ``.out`` overload: writes ``out`` / ``softmax_lse`` (vllm-ascend's FIA graph path).
 
     torch_npu registers this overload's two outputs as one ``Tensor[] out`` (Ascend/pytorch

@@ -8,19 +8,20 @@ expert) are bound by streaming the weights, and torch's per-expert ``mm`` calls 
 a fraction of memory bandwidth; ``_C.grouped_matmul`` reads every used expert's weights once,
 over all experts in one OpenMP region. It takes N-major weights (stride 1 along K: vLLM's
 [E, N, K] expert layout viewed as [E, K, N], what ``vllm_ascend_models`` passes) and runs while
-the mean rows per expert stays at or below ``SMALL_GROUP_ROWS[dtype]`` (measured crossover on
-an AVX-512 EPYC, where torch's GEMM wins at larger groups: float32 32, bf16 and fp16 8). Other
-layouts and larger groups use the per-expert torch loop. Checked against the loop-based
+the mean rows per expert stays at or below ``SMALL_GROUP_ROWS[dtype]`` (the crossover above
+which torch's GEMM wins: float32 32, bf16 and fp16 8; measurement in benchmarks/README.md,
+"Design measurements behind ascend-ops kernels"). Other layouts and larger groups use the
+per-expert torch loop. Checked against the loop-based
 references in ``ascend_ops.reference.moe`` (same semantics, written out there).
 
 Prepacked experts: :func:`pack` copies a weight once into ``_C``'s column-block layout
 (``csrc/moe_packed.cpp``: per expert, blocks of 32 output columns each holding its K x 32 weights
 contiguously, k-major; bf16 in k pairs for AVX512-BF16's ``vdpbf16ps``), kept here under an
-integer handle like ``_native_linear``'s packs; ``grouped_matmul(..., handle)`` at decode sizes
+integer handle like ``native.linear``'s packs; ``grouped_matmul(..., handle)`` at decode sizes
 then streams the contiguous blocks of a work item (up to 4 on AVX-512 builds, 2 elsewhere);
 ``grouped_matmul_swiglu(..., handle)`` takes each gate block with its up block in one work item
 and writes only the SwiGLU (``csrc/moe_packed_swiglu.cpp``). Packs of 2 MiB or more sit on huge
-pages (``_host_memory``). The
+pages (``native.host_memory``). The
 plain weight stays the source of truth: a pack is rebuilt when its weight was written in place
 (``_version``) or moved (``data_ptr``). The copy costs the experts' weight bytes once more in
 host memory.
@@ -32,22 +33,21 @@ from dataclasses import dataclass
 
 import torch
 
-from ascend_ops import _checks
-from ascend_ops import _host_memory as host_memory
 from ascend_ops._dispatch import native_module
-from ascend_ops._native import DTYPE_CODES
-from ascend_ops._pack_registry import PackRegistry
+from ascend_ops.checks import tensors as _checks
+from ascend_ops.native import host_memory
+from ascend_ops.native.layers import DTYPE_CODES
+from ascend_ops.native.pack_registry import PackRegistry
 
 SMALL_GROUP_ROWS = {torch.float32: 32, torch.bfloat16: 8, torch.float16: 8}
 
 #: dtypes whose expert weights get packed (:func:`pack`) on every build. float32 was left on the
-#: N-major kernel on AVX-512 builds until the packed kernel's paired column blocks: measured then
-#: at decode shapes (moe_bench.py's layer, weights streamed from memory, 2-core Xeon with AVX-512)
-#: the packed float32 kernel was up to 1.4x slower for w13 at 1-2 rows per expert. Measured again
-#: after it (2-core Xeon, AVX-512 + AMX, benchmarks/README.md), the packed float32 layer ran
-#: 0.98-1.06x vLLM's CPU MoE at 1-64 tokens where the N-major one ran 1.14-1.23x. Without
-#: AVX-512 a 16-lane vector is two AVX2 halves and the N-major kernel's 4 x 4 tiles do not fit the
-#: 16 ymm registers, so the packed kernel is the faster one there too.
+#: N-major kernel on AVX-512 builds until the packed kernel's paired column blocks made the
+#: packed float32 layer the faster one at decode shapes (moe_bench.py's layer, weights streamed
+#: from memory; before and after in benchmarks/README.md, "Design measurements behind
+#: ascend-ops kernels"). Without AVX-512 a 16-lane vector is two AVX2 halves and the N-major
+#: kernel's 4 x 4 tiles do not fit the 16 ymm registers, so the packed kernel is the faster one
+#: there too.
 PACKED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 
 
@@ -91,7 +91,7 @@ def moe_gating_top_k(router_logits, top_k, scoring, renormalize, num_expert_grou
     return weights, ids.to(torch.int32)
 
 
-def moe_init_routing(x, expert_idx):
+def moe_init_routing(x, expert_idx, num_experts=-1):
     num_tokens, k = expert_idx.shape
     if x.device.type == "cpu":  # one C++ call (csrc/moe_routing.cpp): counting sort + row gather
         x = x.contiguous()
@@ -229,7 +229,7 @@ def grouped_matmul_swiglu(x, weight, group_list, handle: int = -1):
     small = x.shape[0] <= SMALL_GROUP_ROWS[x.dtype] * num_experts
     entry = _packed_entry(weight, handle) if small and n % 64 == 0 else None
     if entry is None:
-        from ascend_ops import _native
+        from ascend_ops.native import layers as _native
 
         return _native.swiglu(grouped_matmul(x, weight, group_list, handle))
     x = x.contiguous()
@@ -240,3 +240,7 @@ def grouped_matmul_swiglu(x, weight, group_list, handle: int = -1):
         n, num_experts, DTYPE_CODES[x.dtype],
     )
     return out
+
+
+#: the family table's name for :func:`pack`
+pack_grouped_matmul_weight = pack

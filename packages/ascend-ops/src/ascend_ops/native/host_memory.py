@@ -4,10 +4,9 @@
 
 A decode step streams every weight it uses from memory once: hundreds of MB per step for an MoE
 layer. With 4 KiB pages that stream takes a TLB miss every 4 KiB (a two-level page walk on a
-virtual machine), and the hardware prefetchers stop at each page boundary. With 2 MiB pages the
-packed grouped matmul of ``benchmarks/moe_bench.py``'s layer ran in 0.85x the time at 64 tokens
-(the whole layer 0.88-0.95x at 1-64 tokens) and 0.67x on one thread at 8 rows per expert (2-core
-AVX-512 EPYC VM, benchmarks/README.md).
+virtual machine), and the hardware prefetchers stop at each page boundary. 2 MiB pages make
+both 512 times rarer, which shortens the packed grouped matmul of ``benchmarks/moe_bench.py``'s
+layer (measurements: benchmarks/README.md, "Design measurements behind ascend-ops kernels").
 
 :func:`empty` maps anonymous memory with ``mmap``, advises it ``MADV_HUGEPAGE`` (madvise(2); the
 kernel honours it when ``/sys/kernel/mm/transparent_hugepage/enabled`` is ``always`` or
@@ -15,7 +14,7 @@ kernel honours it when ``/sys/kernel/mm/transparent_hugepage/enabled`` is ``alwa
 alive; the mapping is unmapped when the last tensor on it goes). Smaller buffers, hosts without
 ``MADV_HUGEPAGE`` (not Linux) or without THP, and ``ASCEND_OPS_HUGE_PAGES=0`` get a plain
 ``torch.empty`` (:func:`enabled`): the advice only changes speed, never results. Used for the native backend's own packs
-(``_native_moe``, ``_native_linear``); nothing on the NPU branch allocates here.
+(``native.moe``, ``native.linear``); nothing on the NPU branch allocates here.
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops.simulator.constraints import HALF, _dtype, _need
+from ascend_ops.simulator.constraints.base import HALF, _dtype, _need
+from ascend_ops.simulator.constraints.core import grouped_matmul as float_rules
 from ascend_ops.simulator.kernels_quant import as_dtype
 
 FLOATS = (torch.float16, torch.bfloat16, torch.float32)  # HALF + float32
@@ -97,9 +98,7 @@ def quant_matmul(a: dict, op="npu_quant_matmul") -> None:
 
 
 def grouped_matmul(a: dict, op="npu_grouped_matmul") -> None:
-    """int8 x: the per-token quantization scenario; float x: the float rules of ``constraints``."""
-    from ascend_ops.simulator.constraints import grouped_matmul as float_rules
-
+    """int8 x: the per-token quantization scenario; float x: the float rules of ``constraints.core``."""
     xs, ws = a["x"], a["weight"]
     if not any(x.dtype == torch.int8 for x in xs):
         float_rules(a, op)

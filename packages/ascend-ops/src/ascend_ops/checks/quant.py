@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops._checks import float_tensor, tensor
+from ascend_ops.checks.tensors import float_tensor, tensor
 
 HALF_OUT = (torch.float16, torch.bfloat16)
 

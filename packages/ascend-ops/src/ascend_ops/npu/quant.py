@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops._npu import torch_npu
+from ascend_ops.npu.layers import torch_npu
 
 
 def quantize(x, scales, zero_points):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops._checks import FLOAT_DTYPES, tensor
+from ascend_ops.checks.tensors import FLOAT_DTYPES, float_tensor, index_tensor, same_dtype, tensor
 from ascend_ops.reference.kv_quant import FP8_DTYPES
 
 #: dtypes a KV cache may be stored in (CPU branches)
@@ -64,3 +64,46 @@ def npu_cache_error(op: str, cache_dtype: torch.dtype, act_dtype: torch.dtype) -
         f"{op}: a {cache_dtype} KV cache under {act_dtype} activations is served by the CPU "
         f"branches only; {NPU_RULE}. Allocate the cache in {act_dtype} (vLLM: --kv-cache-dtype auto)"
     )
+
+
+def reshape_and_cache(key, value, key_cache, value_cache, slot_mapping) -> None:
+    float_tensor("key", key, 3)
+    float_tensor("value", value, 3)
+    cache_tensor("key_cache", key_cache, 4)
+    cache_tensor("value_cache", value_cache, 4)
+    index_tensor("slot_mapping", slot_mapping, 1)
+    # value may have its own head dim Dv (MLA: key = kv_c, value = k_pe, as ATB allows)
+    if value.shape[:2] != key.shape[:2]:
+        raise ValueError(
+            f"value shape {tuple(value.shape)} must be [T, Hk, Dv] with key's T, Hk {tuple(key.shape)}"
+        )
+    if value_cache.shape[:3] != key_cache.shape[:3]:
+        raise ValueError(
+            f"value_cache shape {tuple(value_cache.shape)} must share key_cache's "
+            f"[num_blocks, block_size, Hk] {tuple(key_cache.shape)}"
+        )
+    same_dtype("value", value, "key", key)
+    same_dtype("value_cache", value_cache, "key_cache", key_cache)
+    cache_matches("key_cache", key_cache, "key", key)
+    if key.shape[1:] != key_cache.shape[2:]:
+        raise ValueError(
+            f"key shape {tuple(key.shape)} must be [T, Hk, D] matching key_cache "
+            f"[num_blocks, block_size, Hk, D] = {tuple(key_cache.shape)}"
+        )
+    if value.shape[2] != value_cache.shape[3]:
+        raise ValueError(
+            f"value head dim {value.shape[2]} must equal value_cache's {value_cache.shape[3]}"
+        )
+    if slot_mapping.shape[0] != key.shape[0]:
+        raise ValueError(
+            f"slot_mapping length {slot_mapping.shape[0]} must equal the token count {key.shape[0]}"
+        )
+
+
+def slot_values(slot_mapping, key_cache) -> None:
+    capacity = key_cache.shape[0] * key_cache.shape[1]
+    if slot_mapping.numel() and int(slot_mapping.max()) >= capacity:
+        raise ValueError(
+            f"slot_mapping has slot {int(slot_mapping.max())} >= cache capacity {capacity} "
+            "(num_blocks * block_size)"
+        )

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""Handle -> prepacked-weight registry shared by the native CPU packs (``_native_linear``,
-``_native_moe``): callers hold an integer handle, the packed copy lives here, thread-safe."""
+"""Handle -> prepacked-weight registry shared by the native CPU packs (``native.linear``,
+``native.moe``): callers hold an integer handle, the packed copy lives here, thread-safe."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""Documented constraints of each simulated operator; a violation raises
+"""Documented constraints of the core simulated operators; a violation raises
 ``SimulatedNpuError("<operator>: <rule>")`` before the kernel runs.
 
 Sources (each rule cites one):
@@ -13,7 +13,7 @@ Sources (each rule cites one):
   key/value [num_tokens, num_heads, head_size], caches [num_blocks, block_size, num_heads,
   head_size], one dtype of float16/bfloat16/int8, slotMapping int32.
 * Rotary-embedding rules (``_npu_rotary_embedding``, ``npu_mrope``) and their sources are in
-  ``constraints_rope``.
+  ``constraints.rope``.
 * [ATB-TENSOR] ATB operators receive ``atb::Tensor`` descriptors (data pointer + shape, no
   strides; built in op-plugin ``op_plugin/utils/custom_functions/atb/AtbCommon.h``), so a
   non-contiguous tensor would be read as if it were contiguous: the simulator refuses it.
@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import torch
 
+from ascend_ops.simulator.constraints.base import HALF, _contig, _dtype, _need
 from ascend_ops.simulator.errors import SimulatedNpuError
 
-HALF = (torch.float16, torch.bfloat16)
 #: FIA ``input_layout`` -> (query layout, attention_out layout). [PLUGIN] input_layout lists
 #: BSH/BSND/BNSD/BNSD_BSND/TND; [FIA-SRC] FusedInferAttentionScoreKernelNpuOpApi.cpp@517f2e7:41-89
 #: (get_query_and_attention_out_layout, LAYOUT_MAP) also accepts BNSD_NBSD and TND_NTD, the
@@ -50,21 +50,6 @@ NOT_ENFORCED = {
         "'multiple of 16, <= 1024' (the general <= 512 rule is kept)."
     ),
 }
-
-
-def _need(ok: bool, op: str, rule: str) -> None:
-    if not ok:
-        raise SimulatedNpuError(f"{op}: {rule}")
-
-
-def _dtype(t: torch.Tensor, allowed, op: str, arg: str) -> None:
-    names = "/".join(str(d).replace("torch.", "") for d in allowed)
-    _need(t.dtype in allowed, op, f"{arg} must be {names}, got {str(t.dtype).replace('torch.', '')}")
-
-
-def _contig(t: torch.Tensor | None, op: str, arg: str) -> None:
-    if t is not None:
-        _need(t.is_contiguous(), op, f"{arg} must be contiguous (non-contiguous tensors are not supported)")
 
 
 def rms_norm(a: dict, op="npu_rms_norm") -> None:
@@ -376,23 +361,3 @@ RULES = {
     "npu_batch_gather_matmul": batch_gather_matmul,
     "npu_batch_gather_matmul_": batch_gather_matmul,
 }
-
-
-def check(op: str, args: dict) -> None:
-    """Apply ``op``'s documented rules to its bound arguments (no-op for an op without rules)."""
-    rule = RULES.get(op)
-    if rule is not None:
-        rule(args)
-
-
-# the int8 operators' rules live in their own module (it imports the helpers above)
-from ascend_ops.simulator.constraints_moe import MOE_RULES  # noqa: E402
-from ascend_ops.simulator.constraints_quant import QUANT_RULES  # noqa: E402
-
-RULES.update(QUANT_RULES)
-RULES.update(MOE_RULES)
-
-# the rotary-embedding operators' rules live in their own module (it imports the helpers above)
-from ascend_ops.simulator.constraints_rope import ROPE_RULES  # noqa: E402
-
-RULES.update(ROPE_RULES)

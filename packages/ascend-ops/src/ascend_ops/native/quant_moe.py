@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
 """Native CPU branch of ``grouped_quant_matmul``: per expert, the int8 x int8 product with exact
-int32 accumulation (``torch._int_mm``, as the dense ``quant_matmul`` in ``_native_quant``), then
+int32 accumulation (``torch._int_mm``, as the dense ``quant_matmul`` in ``native.quant``), then
 float32 dequantization by the expert's per-channel and the rows' per-token scales.
 Semantics as in ``ascend_ops.reference.quant_moe``.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops._native_quant import _int8_gemm
+from ascend_ops.native.quant import _int8_gemm
 
 
 def grouped_quant_matmul(x, weight, scale, pertoken_scale, group_list, output_dtype):

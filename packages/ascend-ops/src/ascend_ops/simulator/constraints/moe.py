@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from ascend_ops.simulator.constraints import HALF, _dtype, _need
+from ascend_ops.simulator.constraints.base import HALF, _dtype, _need
 
 
 def moe_init_routing_v2(a: dict, op="npu_moe_init_routing_v2") -> None:

@@ -41,6 +41,10 @@ stamp_hash() {
     {
         cat scripts/bootstrap.sh requirements/*.txt pyproject.toml packages/*/pyproject.toml
         find packages/ascend-ops/csrc -type f 2>/dev/null | LC_ALL=C sort | xargs -r cat
+        # ascend-ops' editable install (scikit-build-core's redirect) maps each Python file it saw
+        # at install time: a module added, moved or deleted since needs a reinstall, so the list
+        # of paths (not their contents) is part of the stamp
+        find packages/ascend-ops/src -type f \( -name '*.py' -o -name '*.pyi' \) | LC_ALL=C sort
         printf '%s\n' "${PKG_ARGS[@]}"
     } | sha256sum | cut -d' ' -f1
 }

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""vllm_ascend_comm: Ascend device communication for vLLM 0.32.
+"""vllm_ascend_comm: Ascend device communication for vLLM (the range in ``LAYER["vllm"]``).
 
 - :class:`vllm_ascend_comm.communicator.NPUCommunicator`: vLLM's ``DeviceCommunicatorBase`` for
   Ascend (HCCL) and CPU emulation (gloo); published in :data:`LAYER` as ``device_communicator``.

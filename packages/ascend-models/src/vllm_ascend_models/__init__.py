@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""vllm_ascend_models: Ascend layers plugged into vLLM 0.32's override points.
+"""vllm_ascend_models: Ascend layers plugged into vLLM's override points.
 
 - RMSNorm / fused-add RMSNorm: vLLM IR-op provider ``"ascend"`` (:mod:`vllm_ascend_models.ir_kernels`),
   selected by :func:`default_ir_op_priority` from the platform's ``get_default_ir_op_priority``.

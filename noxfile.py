@@ -20,7 +20,7 @@ Sessions
     lint             ruff over the repo (pyproject's [tool.ruff]: E501 at 120 columns).
     hygiene          tests/hygiene (SPDX headers, scripts/spdx.py).
     typecheck        mypy over every package's src/ at the strictness stated in pyproject's
-                     [tool.mypy] (default strictness, check_untyped_defs off; about a minute),
+                     [tool.mypy] (stricter than mypy's default: docs/architecture.md, "Type checking"),
                      then stubtest of ascend_ops/_C.pyi against the compiled ascend_ops._C.
     demo             README command (a): serve SmolLM2 in emulation and ask it a question.
 Default (``nox`` with no ``-s``): ``lint``, ``hygiene`` and ``typecheck`` (fast, fail first), every
@@ -174,8 +174,19 @@ def _session_env(folder: str) -> dict[str, str]:
     return {"ASCEND_OPS_STANDALONE": "1"} if folder == STANDALONE else {}
 
 
+# The one-core sessions run as two lanes at once in scripts/test.sh, one `nox -t <lane>` process
+# per core. The split is static, dealt once by what each session took alone in a clean-clone
+# run (docs/testing.md): lane-1 holds the sessions named here (~240 s), lane-2 every other
+# one-core session (~240 s), a new package's tests(...) included.
+LANE_1_SESSIONS = {"tests(ascend-platform)", "tests(ascend-attention)", "lint", "typecheck"}
+
+
+def _lane(session_name: str) -> str:
+    return "lane-1" if session_name in LANE_1_SESSIONS else "lane-2"
+
+
 @nox.session
-@nox.parametrize("folder", [nox.param(f, id=f, tags=[f]) for f in META])
+@nox.parametrize("folder", [nox.param(f, id=f, tags=[f, _lane(f"tests({f})")]) for f in META])
 def tests(session: nox.Session, folder: str) -> None:
     """One package's own tests with only its declared dependencies installed."""
     pkg = PACKAGES / folder
@@ -342,7 +353,7 @@ def release(session: nox.Session) -> None:
                 external=True)
 
 
-@nox.session(venv_backend="none")
+@nox.session(venv_backend="none", tags=[_lane("lint")])
 def lint(session: nox.Session) -> None:
     """ruff over every Python file of the repo."""
     _require_prepared_venv(session)
@@ -350,7 +361,7 @@ def lint(session: nox.Session) -> None:
                 external=True)
 
 
-@nox.session(venv_backend="none")
+@nox.session(venv_backend="none", tags=[_lane("hygiene")])
 def hygiene(session: nox.Session) -> None:
     """Repository hygiene checks (``tests/hygiene``): the SPDX header on every source."""
     _require_prepared_venv(session)
@@ -358,7 +369,7 @@ def hygiene(session: nox.Session) -> None:
                 "no:cacheprovider", "-q", *session.posargs, external=True)
 
 
-@nox.session(venv_backend="none")
+@nox.session(venv_backend="none", tags=[_lane("typecheck")])
 def typecheck(session: nox.Session) -> None:
     """mypy over ``packages/*/src`` and ``src`` with the config in pyproject.toml ([tool.mypy]),
     then mypy's stubtest of ``ascend_ops/_C.pyi`` against the compiled ``ascend_ops._C`` (every

@@ -108,7 +108,9 @@ ARG_CHECKS: dict[str, tuple[str, Any]] = {
     "dbo_decode_token_threshold": (_P + "dbo_decode_token_threshold", 32),
     "dbo_prefill_token_threshold": (_P + "dbo_prefill_token_threshold", 512),
     "enable_eplb": (_P + "enable_eplb", False),
-    "eplb_config": (_P + "eplb_config", _SAME),
+    # vLLM 0.34 resolves EPLBConfig.num_redundant_experts (default None) to 0 in the config
+    "eplb_config": (_P + "eplb_config", lambda v: v == type(v)(
+        num_redundant_experts=v.num_redundant_experts) and not v.num_redundant_experts),
     "enable_elastic_ep": (_P + "enable_elastic_ep", False),
     "expert_placement_strategy": (_P + "expert_placement_strategy", "linear"),
     "enable_ep_weight_filter": (_P + "enable_ep_weight_filter", False),
@@ -134,7 +136,8 @@ ARG_CHECKS: dict[str, tuple[str, Any]] = {
     "kv_sharing_fast_prefill": (_C + "kv_sharing_fast_prefill", False),
     "kv_cache_dtype_skip_layers": (_C + "kv_cache_dtype_skip_layers", lambda v: not v),
     "engram_config": ("engram_config", None),
-    "numa_bind": (_P + "numa_bind", False),
+    # vLLM 0.34: None (the default, automatic) as well as False
+    "numa_bind": (_P + "numa_bind", lambda v: v in (None, False)),
     "numa_bind_nodes": (_P + "numa_bind_nodes", None),
     "numa_bind_cpus": (_P + "numa_bind_cpus", None),
     "fully_sharded_loras": (_L + "fully_sharded_loras", False),

@@ -16,6 +16,7 @@ from typing import Any
 from vllm_ascend_platform.patches.patch import Patch
 
 VLLM_033 = ">=0.33,<0.34"
+VLLM_034 = ">=0.34,<0.35"
 _DECLARED: list[Patch] = []
 
 
@@ -82,7 +83,7 @@ _declare(Patch(
     why="GPUModelRunner calls torch.cuda.Stream/Event/current_stream/stream and torch.Event "
         "directly; around our runner's calls they resolve to ascend_ops.device",
     check=_has(*CUDA_STREAM_API),
-    apply=_call("vllm_ascend_platform.worker.model_runner.device_stream_api"),
+    apply=_call("vllm_ascend_platform.worker.device_stream.device_stream_api"),
     scope="scoped", when="around NPUModelRunner construction, steps and graph capture",
 ))
 def _slot_mapping_signature(fn: Any) -> bool:
@@ -233,6 +234,19 @@ _declare(Patch(
         "start-up hangs the engine silently",
     check=_call("vllm_ascend_platform.worker.start.looks_like_vllm_wait_for_ready"),
     apply=_call("vllm_ascend_platform.worker.start.apply_ready_timeout"),
+))
+_declare(Patch(
+    name="mrv2-triton-gate",
+    target="vllm.v1.worker.gpu_worker:HAS_TRITON",
+    vllm_versions=VLLM_034,
+    why="vLLM 0.34's Worker.__init__ raises 'vLLM's model runner requires Triton' unless "
+        "Platform.uses_standalone_cpu_model_runner(), which would also switch on the "
+        "standalone runner's feature refusals (no speculative decoding, ...); on the host our "
+        "MRv2 runner's Triton kernels are replaced (host/mrv2_kernels.py), so the worker's "
+        "constructor sees HAS_TRITON=True (prototype, docs/model-runner-v2.md)",
+    check=lambda value: isinstance(value, bool),
+    apply=_call("vllm_ascend_platform.host.mrv2_kernels.triton_gate_open"),
+    scope="scoped", when="around NPUWorker construction on vLLM 0.34 in the host modes",
 ))
 
 DECLARATIONS: tuple[Patch, ...] = tuple(_DECLARED)

@@ -239,3 +239,12 @@ def _reset_for_tests() -> None:
     """Forget this process's verdict (tests only)."""
     global _verdict
     _verdict = None
+
+
+def uses_model_runner_v2() -> bool:
+    """True on vLLM >= 0.34, which has only Model Runner V2 (``vllm/v1/worker/gpu/``); the V1
+    runner ``NPUModelRunner`` subclasses is gone there (docs/model-runner-v2.md)."""
+    import vllm
+    from packaging.version import Version
+
+    return Version(Version(str(vllm.__version__)).base_version) >= Version("0.34")

@@ -30,53 +30,13 @@ from vllm.v1.utils import CpuGpuBuffer
 from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
 from vllm_ascend_platform import envs
-from vllm_ascend_platform.patches.declarations import CUDA_STREAM_API
 from vllm_ascend_platform.patches.registry import apply_patch, patched
+from vllm_ascend_platform.worker.device_stream import device_stream_api  # noqa: F401  (re-export)
 
 logger = init_logger("vllm.ascend.model_runner")
 
 # Tokens of the profiling pass where its size is unused (NPUModelRunner.profile_size_unused).
 UNMEASURED_PROFILE_TOKENS = 16
-
-
-# patch: device-stream-api (declared in vllm_ascend_platform.patches.registry; docs/architecture.md)
-class device_stream_api:  # noqa: N801  (used as a context-manager function)
-    """Route the CUDA stream/event API that GPUModelRunner calls to ``ascend_ops.device``.
-
-    GPUModelRunner names ``torch.cuda.Stream``/``Event``/``current_stream``/``stream``
-    and ``torch.Event`` directly (async output copies, async scheduling). For the
-    duration of our runner's own calls these resolve to the device seam: torch.npu
-    streams in NPU mode, host stand-ins in emulation (every op has completed when
-    it returns). vLLM's CPU runner applies the same substitution around its
-    constructor; it is scoped, not a lasting patch of torch. Entered around every
-    ``execute_model`` and ``sample_tokens``, so it is a plain class (no generator) and
-    resolves the device's API with one lookup (``ascend_ops.device.stream_api``).
-    """
-
-    _NAMES = CUDA_STREAM_API  # the names the patch's drift check looks for
-
-    _saved: tuple[Any, list[Any]] | None = None
-
-    # patch: device-stream-api (installs)
-    def __enter__(self) -> None:
-        from ascend_ops import device
-
-        if self._saved is not None:
-            raise RuntimeError("device_stream_api() is already entered; enter a new one")
-        api = device.stream_api()
-        cuda = torch.cuda
-        self._saved = (torch.Event, [getattr(cuda, name) for name in self._NAMES])
-        torch.Event = api["Event"]
-        for name in self._NAMES:
-            setattr(cuda, name, api[name])
-
-    # patch: device-stream-api (undoes)
-    def __exit__(self, *exc: object) -> None:
-        assert self._saved is not None
-        (event, saved), self._saved = self._saved, None
-        torch.Event = event
-        for name, value in zip(self._NAMES, saved, strict=True):
-            setattr(torch.cuda, name, value)
 
 
 class NPUModelRunner(GPUModelRunner):

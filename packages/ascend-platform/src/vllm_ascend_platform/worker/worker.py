@@ -23,15 +23,38 @@ from vllm.v1.worker.workspace import init_workspace_manager
 
 from vllm_ascend_platform import envs
 from vllm_ascend_platform.patches.registry import patched
+from vllm_ascend_platform.startup.version_check import uses_model_runner_v2
 from vllm_ascend_platform.worker.memory import KVBudget, activation_estimate, check_kv_budget
-from vllm_ascend_platform.worker.model_runner import NPUModelRunner
 from vllm_ascend_platform.worker.start import startup_step
 
 logger = init_logger("vllm.ascend.worker")
 
 
+def model_runner_cls() -> type:
+    """The runner class for the installed vLLM: ``NPUModelRunner`` (V1, vLLM 0.33) or the
+    ``NPUModelRunnerV2`` prototype (vLLM 0.34)."""
+    if uses_model_runner_v2():
+        from vllm_ascend_platform.worker.model_runner_v2 import NPUModelRunnerV2
+
+        return NPUModelRunnerV2
+    from vllm_ascend_platform.worker.model_runner import NPUModelRunner
+
+    return NPUModelRunner
+
+
 class NPUWorker(Worker):
     """vLLM worker for one Ascend NPU, or for the emulated device on CPU."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        if uses_model_runner_v2() and envs.host_device():
+            # vLLM 0.34's Worker.__init__ refuses to start without Triton unless the platform
+            # runs vLLM's standalone CPU runner (vllm/v1/worker/gpu_worker.py); on the host our
+            # runner's Triton kernels are replaced (host/mrv2_kernels.py), so the gate is passed
+            # for the constructor only (patch mrv2-triton-gate).
+            with patched("mrv2-triton-gate"):
+                super().__init__(*args, **kwargs)
+        else:
+            super().__init__(*args, **kwargs)
 
     def init_device(self) -> None:
         """Bind the device, join the distributed groups and build the model runner."""
@@ -65,7 +88,7 @@ class NPUWorker(Worker):
             )
         set_random_seed(self.model_config.seed)
         init_workspace_manager(self.device, 1)
-        self.model_runner = NPUModelRunner(self.vllm_config, self.device)
+        self.model_runner = model_runner_cls()(self.vllm_config, self.device)
 
     def _maybe_get_memory_pool_context(self, tag: str) -> contextlib.AbstractContextManager:
         # Sleep mode tags tensors after allocation instead (_tag_sleep_memory, worker/sleep_mode.py).

@@ -1,0 +1,511 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
+"""Host (torch) stand-ins for the Triton kernels vLLM 0.34's Model Runner V2 launches per step.
+
+PROTOTYPE (branch vllm-034; docs/model-runner-v2.md is the plan). vLLM 0.34 removed Model Runner
+V1; its MRv2 runner (``vllm/v1/worker/gpu/model_runner.py``) prepares inputs, keeps per-request
+state and samples through Triton kernels. Triton has no backend on our host modes (CPU
+emulation, simulated NPU: ``HAS_TRITON`` is False), and the C++ kernels behind vLLM's own
+no-Triton CPU runner (``vllm/v1/worker/cpu/``, ``vllm._cpu_ops``) are absent from the
+empty-target build. These functions replace them through vLLM's hook,
+``vllm.triton_utils.dispatcher.register_kernels``, called from
+``Platform.register_triton_kernel_overrides`` (``vllm/v1/worker/worker_base.py`` runs it before
+the runner exists).
+
+Two granularities, both through the dispatcher (docs/model-runner-v2.md, "Kernel table"):
+
+* **wrapper level** where vLLM launches the kernel from a module-level function
+  (``prepare_pos_seq_lens`` ...): the function itself is replaced. Several of these wrappers call
+  ``triton.next_power_of_2``, which vLLM's Triton placeholder lacks, so a kernel-level override
+  would never be reached. The dispatcher wraps a plain callable in ``KernelOverride`` and rebinds
+  every module attribute that held the original (``from ... import`` copies in model_runner.py).
+* **kernel level** where the launch sits in a method (``BlockTables``, ``StagedWriteTensor``):
+  a :class:`HostLaunch` receives the caller's grid (``kernel[grid](...)``) and the kernel's
+  arguments. ``_gather_block_tables_kernel``/``_compute_slot_mappings_kernel`` take *pointer
+  tables* (uint64 ``data_ptr`` values of each KV-cache group's block table); on the host the
+  runner registers those tensors (:func:`register_pointers`) and the stand-ins look them up.
+
+Not covered yet (raise NotImplementedError when reached, naming the kernel): speculative decoding
+(rejection sampler, speculators), penalties/bad words/logit bias/min-p with non-default values,
+logprob token ids, structured-output bitmasks, prompt logprobs, thinking budget, watermarking,
+context parallelism and the multi-group fused block-table writer.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+_MASK32 = 0xFFFFFFFF
+
+# ---- pointer tables (block tables) ----------------------------------------------------------
+
+_POINTERS: dict[int, torch.Tensor] = {}
+
+
+def register_pointers(tensors: list[torch.Tensor]) -> None:
+    """Make ``tensors`` findable by their ``data_ptr()`` (the values vLLM's ``BlockTables``
+    packs into ``block_table_ptrs``/``input_block_table_ptrs``, ``_make_ptr_tensor``)."""
+    for t in tensors:
+        _POINTERS[t.data_ptr()] = t
+
+
+def _tensor_at(ptr: int) -> torch.Tensor:
+    try:
+        return _POINTERS[ptr]
+    except KeyError:
+        raise RuntimeError(
+            f"vllm-ascend MRv2 host kernels: no tensor registered at 0x{ptr:x}; the runner "
+            "registers its block tables after initialize_kv_cache (register_pointers)") from None
+
+
+def _tensors_at(ptrs: torch.Tensor) -> list[torch.Tensor]:
+    # uint64 on the host: read through int64 (same bits; addresses are < 2**63)
+    return [_tensor_at(int(p)) for p in ptrs.view(torch.int64).tolist()]
+
+
+class HostLaunch:
+    """Stands in for ``kernel[grid](*args, **kwargs)``: ``fn(grid, *args, **kwargs)``.
+
+    Not a Triton kernel and not callable, so ``register_kernels`` wraps it in
+    ``KernelOverride``, whose ``__getitem__`` hands the caller's grid to ours."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.__name__ = fn.__name__
+
+    def __getitem__(self, grid: Any) -> Callable[..., Any]:
+        return functools.partial(self.fn, grid)
+
+
+def _grid(grid: Any, dim: int) -> int:
+    grid = grid if isinstance(grid, tuple) else (grid,)
+    return int(grid[dim]) if dim < len(grid) else 1
+
+
+# ---- vllm/v1/worker/gpu/buffer_utils.py ------------------------------------------------------
+
+def _apply_write(grid, output_ptr, output_stride, write_indices_ptr, write_starts_ptr,
+                 write_contents_ptr, write_cu_lens_ptr, write_group_ids_ptr, BLOCK_SIZE=None,
+                 MULTI_GROUP=False, **_: Any) -> None:
+    """``_apply_write_kernel``: write ``n`` staged slices, slice ``i`` = contents
+    ``[cu[i-1], cu[i])`` into row ``indices[i]`` from column ``starts[i]``."""
+    n = _grid(grid, 0)
+    idx = write_indices_ptr[:n].tolist()
+    starts = write_starts_ptr[:n].tolist()
+    cu = write_cu_lens_ptr[:n].tolist()
+    if MULTI_GROUP:
+        outputs = _tensors_at(output_ptr)
+        groups = write_group_ids_ptr[:n].tolist()
+        strides = output_stride.tolist()
+    prev = 0
+    for i in range(n):
+        # the kernel's addressing: base + row * row_stride + start (1-D targets: stride 1)
+        out = (outputs[groups[i]] if MULTI_GROUP else output_ptr).view(-1)
+        stride = strides[groups[i]] if MULTI_GROUP else int(output_stride)
+        at = idx[i] * stride + starts[i]
+        out[at:at + cu[i] - prev] = write_contents_ptr[prev:cu[i]]
+        prev = cu[i]
+
+
+# ---- vllm/v1/worker/gpu/block_table.py -------------------------------------------------------
+
+def _gather_block_tables(grid, batch_idx_to_req_idx, src_block_table_ptrs, dst_block_table_ptrs,
+                         block_table_strides, num_blocks_ptr, num_blocks_stride, num_reqs,
+                         num_computed_tokens_ptr, sliding_window_reach_ptr, block_sizes_ptr,
+                         MASK_SLIDING_WINDOW=False, BLOCK_SIZE=None, **_: Any) -> None:
+    """``_gather_block_tables_kernel``: dst row b = src row idx[b] (its first num_blocks
+    entries; sliding-window groups null the blocks below the window); rows ``num_reqs..`` of
+    the grid are zeroed."""
+    num_groups, num_rows = _grid(grid, 0), _grid(grid, 1)
+    srcs = _tensors_at(src_block_table_ptrs)
+    dsts = _tensors_at(dst_block_table_ptrs)
+    req = batch_idx_to_req_idx[:num_reqs].to(torch.int64)
+    for g in range(num_groups):
+        src, dst = srcs[g], dsts[g]
+        counts = num_blocks_ptr[g, req].to(torch.int64)
+        rows = src[req]
+        cols = torch.arange(src.shape[1])
+        keep = cols[None, :] < counts[:, None]
+        if MASK_SLIDING_WINDOW:
+            reach = int(sliding_window_reach_ptr[g])
+            if reach > 0:
+                first = num_computed_tokens_ptr[req].to(torch.int64)
+                num_null = (first - reach).clamp_min(0) // int(block_sizes_ptr[g])
+                rows = torch.where(cols[None, :] >= num_null[:, None], rows, 0)
+        dst[:num_reqs] = torch.where(keep, rows, dst[:num_reqs])
+        if num_rows > num_reqs:
+            dst[num_reqs:num_rows] = 0
+
+
+def _compute_slot_mappings(grid, max_num_tokens, idx_mapping, query_start_loc, pos,
+                           block_table_ptrs, block_table_strides, block_sizes,
+                           slot_mapping_enabled, dcp_sharded, slot_mappings_ptr,
+                           slot_mappings_stride, cp_rank, CP_SIZE=1, CP_INTERLEAVE=1,
+                           PAD_ID=-1, TRITON_BLOCK_SIZE=None, **_: Any) -> None:
+    """``_compute_slot_mappings_kernel``: slot = block_table[req, pos // B] * B + pos % B per
+    token and group; PAD_ID for dummy requests (idx -1), disabled groups and tokens past the
+    batch up to ``max_num_tokens``."""
+    if CP_SIZE != 1:
+        raise NotImplementedError("MRv2 host kernels: context parallelism (_compute_slot_"
+                                  "mappings_kernel with CP_SIZE > 1)")
+    num_groups, num_reqs = _grid(grid, 0), _grid(grid, 1) - 1
+    tables = _tensors_at(block_table_ptrs)
+    qsl = query_start_loc[: num_reqs + 1].to(torch.int64)
+    total = int(qsl[-1]) if num_reqs > 0 else 0
+    for g in range(num_groups):
+        out = slot_mappings_ptr[g]
+        if total:
+            counts = qsl[1:] - qsl[:-1]
+            req_of_token = torch.repeat_interleave(idx_mapping[:num_reqs].to(torch.int64), counts)
+            p = pos[:total].to(torch.int64)
+            bs = int(block_sizes[g])
+            real = req_of_token >= 0
+            enabled = bool(slot_mapping_enabled[g])
+            block_idx = p // bs if enabled else torch.zeros_like(p)
+            table = tables[g]
+            numbers = table[req_of_token.clamp_min(0), block_idx].to(torch.int64)
+            slots = numbers * bs + p % bs
+            ok = real & enabled
+            out[:total] = torch.where(ok, slots, PAD_ID)
+        out[total:max_num_tokens] = PAD_ID
+
+
+# ---- vllm/v1/worker/gpu/input_batch.py (wrapper level) ---------------------------------------
+
+def prepare_prefill_inputs(input_ids, next_prefill_tokens, idx_mapping, query_start_loc,
+                           all_token_ids, prefill_len, num_computed_tokens) -> None:
+    """``prepare_prefill_inputs``: for each prefilling request, copy its scheduled prompt
+    tokens into ``input_ids`` and the next ``num_lookahead`` prompt tokens (0 past the prompt)
+    into column ``req`` of ``next_prefill_tokens``."""
+    num_lookahead = next_prefill_tokens.shape[0]
+    qsl = query_start_loc.tolist()
+    for b, r in enumerate(idx_mapping.tolist()):
+        plen, done = int(prefill_len[r]), int(num_computed_tokens[r])
+        if done >= plen:
+            continue
+        start, end = qsl[b], qsl[b + 1]
+        n = end - start
+        input_ids[start:end] = all_token_ids[r, done:done + n]
+        if num_lookahead:
+            ahead = torch.arange(done + n, done + n + num_lookahead)
+            valid = ahead < plen
+            vals = all_token_ids[r, ahead.clamp_max(all_token_ids.shape[1] - 1)]
+            next_prefill_tokens[:, r] = torch.where(valid, vals, 0).to(next_prefill_tokens.dtype)
+
+
+def prepare_pos_seq_lens(idx_mapping, query_start_loc, num_computed_tokens, pos,
+                         seq_lens) -> None:
+    """``prepare_pos_seq_lens``: positions ``done..done+query_len`` per request, seq_lens =
+    done + query_len, seq_lens past the batch zeroed (full-graph padding)."""
+    num_reqs = idx_mapping.shape[0]
+    qsl = query_start_loc[: num_reqs + 1].to(torch.int64)
+    counts = qsl[1:] - qsl[:-1]
+    done = num_computed_tokens[idx_mapping.to(torch.int64)].to(torch.int64)
+    total = int(qsl[-1]) if num_reqs else 0
+    if total:
+        first = torch.repeat_interleave(done - qsl[:-1], counts)
+        pos[:total] = first + torch.arange(total)
+    seq_lens[:num_reqs] = (done + counts).to(seq_lens.dtype)
+    seq_lens[num_reqs:] = 0
+
+
+def combine_sampled_and_draft_tokens(input_ids, idx_mapping, last_sampled_tokens,
+                                     query_start_loc, seq_lens, prefill_len, draft_tokens,
+                                     cu_num_logits, num_logits, num_new_sampled_tokens=1):
+    """``combine_sampled_and_draft_tokens``: logits indices = the last ``num_logits`` query
+    rows of each request; decoding requests get their last sampled token (and drafts) written
+    into ``input_ids``."""
+    num_reqs = idx_mapping.shape[0]
+    logits_indices = torch.empty(num_logits, dtype=torch.int64)
+    qsl = query_start_loc.tolist()
+    cu = cu_num_logits.tolist()
+    for b, r in enumerate(idx_mapping.tolist()):
+        n_logits = cu[b + 1] - cu[b]
+        n_draft = n_logits - num_new_sampled_tokens
+        query_end = qsl[b + 1]
+        start = query_end - n_logits
+        logits_indices[cu[b]:cu[b + 1]] = torch.arange(start, query_end)
+        seq_len, plen = int(seq_lens[b]), int(prefill_len[r])
+        if seq_len <= plen:
+            continue
+        if num_new_sampled_tokens > 0 and seq_len - n_logits >= plen:
+            input_ids[start] = last_sampled_tokens[r]
+        if n_draft > 0:
+            input_ids[query_end - n_draft:query_end] = draft_tokens[r, :n_draft]
+    return logits_indices
+
+
+def get_num_sampled_and_rejected(num_sampled, seq_lens, cu_num_logits, idx_mapping,
+                                 prefill_len):
+    """``get_num_sampled_and_rejected``: chunked-prefill rows sample nothing; rejected =
+    logits - sampled."""
+    n = idx_mapping.shape[0]
+    chunked = seq_lens[:n] < prefill_len[idx_mapping.to(torch.int64)]
+    num_sampled.masked_fill_(chunked, 0)
+    num_rejected = (cu_num_logits[1:n + 1] - cu_num_logits[:n]).to(num_sampled.dtype) - num_sampled
+    num_rejected.masked_fill_(chunked, 0)
+    return num_sampled, num_rejected
+
+
+def post_update(idx_mapping, num_computed_tokens, last_sampled_tokens, output_bin_counts,
+                sampled_tokens, num_sampled, num_rejected, query_start_loc, all_token_ids,
+                total_len, draft_tokens=None, draft_tokens_out=None) -> None:
+    """``post_update``: after sampling, per request (idx >= 0): keep drafts, append the sampled
+    tokens to ``all_token_ids``, set the last sampled token, count output tokens for penalties,
+    advance ``num_computed_tokens`` by query_len - rejected."""
+    qsl = query_start_loc.tolist() if query_start_loc is not None else None
+    ns, nr = num_sampled.tolist(), num_rejected.tolist()
+    for b, r in enumerate(idx_mapping.tolist()):
+        if r < 0:
+            continue
+        if draft_tokens is not None:
+            draft_tokens_out[r] = draft_tokens[b]
+        total = int(total_len[r])
+        k = ns[b]
+        if k > 0:
+            toks = sampled_tokens[b, :k]
+            last_sampled_tokens[r] = toks[-1]
+            total_len[r] = total + k
+            all_token_ids[r, total:total + k] = toks.to(all_token_ids.dtype)
+            if output_bin_counts is not None:
+                output_bin_counts[r].index_add_(
+                    0, toks.to(torch.int64), torch.ones(k, dtype=output_bin_counts.dtype))
+        query_len = (qsl[b + 1] - qsl[b]) if qsl is not None else 0
+        delta = query_len - nr[b]
+        if delta:
+            num_computed_tokens[r] += delta
+
+
+def post_update_num_computed_tokens(idx_mapping, num_computed_tokens, query_start_loc) -> None:
+    """``post_update_num_computed_tokens``: add each request's query length."""
+    n = idx_mapping.shape[0]
+    lens = (query_start_loc[1:n + 1] - query_start_loc[:n]).to(num_computed_tokens.dtype)
+    num_computed_tokens.index_add_(0, idx_mapping.to(torch.int64), lens)
+
+
+def expand_idx_mapping(idx_mapping, total_num_logits, cu_num_logits, max_expand_len):
+    """``expand_idx_mapping``: one entry per logit row: its request state index and its
+    position within the request's rows."""
+    n = idx_mapping.shape[0]
+    counts = (cu_num_logits[1:n + 1] - cu_num_logits[:n]).to(torch.int64)
+    expanded = torch.repeat_interleave(idx_mapping, counts)
+    starts = torch.repeat_interleave(cu_num_logits[:n].to(torch.int64), counts)
+    local = (torch.arange(int(counts.sum())) - starts).to(torch.int32)
+    out = idx_mapping.new_empty(total_num_logits)
+    out[: expanded.numel()] = expanded
+    local_out = torch.empty(total_num_logits, dtype=torch.int32)
+    local_out[: local.numel()] = local
+    return out, local_out
+
+
+# ---- vllm/v1/worker/gpu/sample/gumbel.py ------------------------------------------------------
+
+def _rotl32(v: torch.Tensor, s: int) -> torch.Tensor:
+    return ((v << s) | (v >> (32 - s))) & _MASK32
+
+
+def _mix(h: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
+    key = (key * 0xCC9E2D51) & _MASK32
+    key = _rotl32(key, 15)
+    key = (key * 0x1B873593) & _MASK32
+    h = h ^ key
+    h = _rotl32(h, 13)
+    return (h * 5 + 0xE6546B64) & _MASK32
+
+
+def _fmix(h: torch.Tensor) -> torch.Tensor:
+    h = h ^ (h >> 16)
+    h = (h * 0x85EBCA6B) & _MASK32
+    h = h ^ (h >> 13)
+    h = (h * 0xC2B2AE35) & _MASK32
+    return h ^ (h >> 16)
+
+
+def murmur3_uniform32(seed: torch.Tensor, pos: torch.Tensor, offset: torch.Tensor) -> torch.Tensor:
+    """vLLM's counter-based uniform (``murmur3_uniform32``, vllm/v1/worker/gpu/sample/gumbel.py)
+    in int64 torch ops: ``seed``/``pos`` [rows, 1], ``offset`` (token ids) [vocab]; fp32 in
+    (0, 1), the same 32-bit hash the Triton kernel draws, so seeded sampling can match it."""
+    h = torch.zeros((), dtype=torch.int64)
+    h = _mix(h, seed & _MASK32)
+    h = _mix(h, (seed >> 32) & _MASK32)
+    h = _mix(h, pos & _MASK32)
+    h = _mix(h, offset & _MASK32)
+    r = _fmix(h ^ 16)
+    hi, lo = (r >> 16).to(torch.float32), (r & 0xFFFF).to(torch.float32)
+    return hi * 1.52587890625e-05 + (lo + 0.5) * 2.3283064365386963e-10
+
+
+_DRAFT_NOISE_SALT = 1 << 30
+
+
+def gumbel_sample(logits, expanded_idx_mapping, temperature, seed, pos, apply_temperature,
+                  is_drafting, logits_cache=None, logits_cache_col=None, use_fp64=False,
+                  logits_cache_source=None, logits_cache_row_mapping=None, bias=None):
+    """``gumbel_sample``: per row, argmax at temperature 0 (first NaN wins, as torch.argmax),
+    else argmax of logits/T + Gumbel noise from vLLM's murmur3 stream (seed, pos, token id)."""
+    if logits_cache is not None or use_fp64:
+        raise NotImplementedError("MRv2 host kernels: gumbel_sample with a draft-logits cache "
+                                  "or fp64 noise (speculative decoding)")
+    x = logits if bias is None else (logits.float() + bias.float()).to(logits.dtype)
+    x = x.float()
+    idx = expanded_idx_mapping.to(torch.int64)
+    valid = idx >= 0
+    temp = torch.where(valid, temperature[idx.clamp_min(0)].float(), 0.0)
+    noisy = temp != 0
+    if bool(noisy.any()):
+        rows = noisy.nonzero().squeeze(1)
+        t = temp[rows, None]
+        z = x[rows] / t if apply_temperature else x[rows]
+        p = pos[rows].to(torch.int64)[:, None] + (_DRAFT_NOISE_SALT if is_drafting else 0)
+        s = seed[idx[rows].clamp_min(0)].to(torch.int64)[:, None]
+        u = murmur3_uniform32(s, p, torch.arange(x.shape[1], dtype=torch.int64)[None, :])
+        x = x.clone()
+        x[rows] = z - torch.log(-torch.log1p(-u))
+    return x.argmax(dim=-1)
+
+
+def apply_temperature(logits, expanded_idx_mapping, temperature) -> None:
+    """``apply_temperature``: rows whose temperature is not 0 or 1 are divided by it."""
+    t = temperature[expanded_idx_mapping.to(torch.int64)].float()
+    scale = torch.where((t == 0) | (t == 1), 1.0, t)
+    logits.copy_((logits.float() / scale[:, None]).to(logits.dtype))
+
+
+# ---- vllm/v1/worker/gpu/sample/penalties.py (wrapper level) ----------------------------------
+
+def bincount(expanded_idx_mapping, all_token_ids, prompt_len, prefill_len, prompt_bin_mask,
+             output_bin_counts, max_prefill_len) -> None:
+    """``bincount``: for each new penalised request, the prompt's token set as a bit mask
+    (bit t%32 of int32 word t//32) and counts of the tokens between prompt and prefill end
+    (a resumed request's earlier outputs)."""
+    for r in expanded_idx_mapping.tolist():
+        prompt_bin_mask[r] = 0
+        output_bin_counts[r] = 0
+        plen, flen = int(prompt_len[r]), int(prefill_len[r])
+        toks = all_token_ids[r, :plen].to(torch.int64)
+        words = torch.zeros(prompt_bin_mask.shape[1], dtype=torch.int64)
+        bits = torch.zeros(prompt_bin_mask.shape[1], 32, dtype=torch.bool)
+        bits[toks // 32, toks % 32] = True
+        words = (bits.to(torch.int64) << torch.arange(32)).sum(dim=1)
+        # two's-complement wrap into int32 (bit 31 set -> negative), as the kernel's atomic_or
+        prompt_bin_mask[r] = torch.where(words >= 2**31, words - 2**32, words).to(torch.int32)
+        if flen > plen:
+            out = all_token_ids[r, plen:flen].to(torch.int64)
+            output_bin_counts[r].index_add_(0, out, torch.ones_like(out, dtype=output_bin_counts.dtype))
+
+
+def apply_penalties(logits, expanded_idx_mapping, token_ids, expanded_local_pos,
+                    repetition_penalty, frequency_penalty, presence_penalty, prompt_bin_mask,
+                    output_bin_counts) -> None:
+    """``apply_penalties``: repetition (prompt or output tokens), frequency and presence
+    penalties per logits row; a draft row also counts the drafts before it in its request."""
+    vocab = logits.shape[1]
+    shifts = torch.arange(32)
+    for i, r in enumerate(expanded_idx_mapping.tolist()):
+        rep, freq, pres = (float(repetition_penalty[r]), float(frequency_penalty[r]),
+                           float(presence_penalty[r]))
+        if rep == 1.0 and freq == 0.0 and pres == 0.0:
+            continue
+        counts = output_bin_counts[r, :vocab].clone()
+        pos = int(expanded_local_pos[i])
+        start = i - pos
+        for prev in range(pos):
+            counts[int(token_ids[start + prev + 1])] += 1
+        in_output = counts > 0
+        row = logits[i].float()
+        if rep != 1.0:
+            words = prompt_bin_mask[r].to(torch.int64) & _MASK32
+            in_prompt = ((words[:, None] >> shifts) & 1).bool().reshape(-1)[:vocab]
+            scale = torch.where(in_prompt | in_output, rep, 1.0)
+            row = row * torch.where(row > 0, 1.0 / scale, scale)
+        row = row - freq * counts.float() - pres * in_output.float()
+        logits[i] = row.to(logits.dtype)
+
+
+# ---- vllm/v1/worker/gpu/sample/logprob.py ----------------------------------------------------
+
+def compute_token_logprobs(logits, token_ids):
+    """``compute_token_logprobs``: log_softmax of each row at ``token_ids`` (fp32)."""
+    lp = torch.log_softmax(logits.float(), dim=-1)
+    return lp.gather(-1, token_ids.to(torch.int64))
+
+
+def _ranks(grid, output_ptr, logits_ptr, logits_stride, token_ids_ptr, vocab_size,
+           BLOCK_SIZE=None, **_: Any) -> None:
+    """``_ranks_kernel``: rank of the sampled token = number of logits strictly greater."""
+    n = _grid(grid, 0)
+    x = logits_ptr[:n, :vocab_size]
+    chosen = x.gather(-1, token_ids_ptr[:n].to(torch.int64)[:, None])
+    output_ptr[:n] = (x > chosen).sum(dim=-1)
+
+
+def _unsupported(name: str) -> Callable[..., Any]:
+    def launch(*_: Any, **__: Any) -> None:
+        raise NotImplementedError(f"MRv2 host kernels: {name} has no host stand-in yet "
+                                  "(docs/model-runner-v2.md)")
+    return launch
+
+
+G = "vllm.v1.worker.gpu"
+
+#: vLLM 0.34 qualified name -> stand-in, for ``vllm.triton_utils.dispatcher.register_kernels``
+KERNELS: dict[str, Any] = {
+    f"{G}.buffer_utils._apply_write_kernel": HostLaunch(_apply_write),
+    f"{G}.block_table._gather_block_tables_kernel": HostLaunch(_gather_block_tables),
+    f"{G}.block_table._compute_slot_mappings_kernel": HostLaunch(_compute_slot_mappings),
+    f"{G}.input_batch.prepare_prefill_inputs": prepare_prefill_inputs,
+    f"{G}.input_batch.prepare_pos_seq_lens": prepare_pos_seq_lens,
+    f"{G}.input_batch.combine_sampled_and_draft_tokens": combine_sampled_and_draft_tokens,
+    f"{G}.input_batch.get_num_sampled_and_rejected": get_num_sampled_and_rejected,
+    f"{G}.input_batch.post_update": post_update,
+    f"{G}.input_batch.post_update_num_computed_tokens": post_update_num_computed_tokens,
+    f"{G}.input_batch.expand_idx_mapping": expand_idx_mapping,
+    f"{G}.sample.gumbel.gumbel_sample": gumbel_sample,
+    f"{G}.sample.gumbel.apply_temperature": apply_temperature,
+    f"{G}.sample.logprob.compute_token_logprobs": compute_token_logprobs,
+    f"{G}.sample.logprob._ranks_kernel": HostLaunch(_ranks),
+    # reached only with the matching sampling parameters or features: fail loudly, by name
+    f"{G}.sample.logprob._fill_logprob_token_ids_kernel": _unsupported("_fill_logprob_token_ids_kernel"),
+    f"{G}.sample.min_p._min_p_kernel": _unsupported("_min_p_kernel"),
+    f"{G}.sample.penalties.bincount": bincount,
+    f"{G}.sample.penalties.apply_penalties": apply_penalties,
+    f"{G}.sample.bad_words._bad_words_kernel": _unsupported("_bad_words_kernel"),
+    f"{G}.sample.logit_bias._bias_kernel": _unsupported("_bias_kernel"),
+    f"{G}.structured_outputs._apply_grammar_bitmask_kernel":
+        _unsupported("_apply_grammar_bitmask_kernel"),
+}
+
+_registered = False
+
+
+def register() -> None:
+    """Register :data:`KERNELS` with vLLM's dispatcher, once per process (a second walk of
+    ``sys.modules`` is harmful, see ``triton_overrides.register``)."""
+    global _registered
+    if _registered:
+        return
+    _registered = True
+    from vllm.triton_utils.dispatcher import register_kernels
+
+    register_kernels(KERNELS)
+
+
+# patch: mrv2-triton-gate (declared in vllm_ascend_platform.patch_declarations)
+class triton_gate_open:  # noqa: N801  (used as a context-manager function)
+    """Within the block ``vllm.v1.worker.gpu_worker.HAS_TRITON`` is True (the only reader is
+    ``Worker.__init__``'s refusal); restored on exit."""
+
+    def __enter__(self) -> None:
+        import vllm.v1.worker.gpu_worker as gpu_worker
+
+        self._saved = gpu_worker.HAS_TRITON
+        gpu_worker.HAS_TRITON = True
+
+    def __exit__(self, *exc: object) -> None:
+        import vllm.v1.worker.gpu_worker as gpu_worker
+
+        gpu_worker.HAS_TRITON = self._saved

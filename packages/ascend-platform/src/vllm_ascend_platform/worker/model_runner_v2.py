@@ -1,0 +1,117 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The vllm-ascend authors
+"""``NPUModelRunnerV2``: vLLM 0.34's Model Runner V2 on an Ascend (or emulated) device.
+
+PROTOTYPE for the vLLM 0.34 move (branch vllm-034; the plan is docs/model-runner-v2.md).
+vLLM 0.34 deletes Model Runner V1 (``vllm/v1/worker/gpu_model_runner.py``), which
+:class:`~vllm_ascend_platform.model_runner.NPUModelRunner` subclasses. This runner subclasses
+MRv2's ``GPUModelRunner`` (``vllm/v1/worker/gpu/model_runner.py``), as vLLM's own
+``CPUModelRunner`` (``vllm/v1/worker/cpu/model_runner.py``) does, and keeps vLLM's step
+untouched: the Triton kernels it launches are replaced on the host by
+:mod:`vllm_ascend_platform.mrv2_host_kernels` (registered by
+``NPUPlatform.register_triton_kernel_overrides``); on an NPU they would run through
+triton-ascend.
+
+What it does today: CPU emulation (``VLLM_ASCEND_EMULATE=1``), eager, one KV-cache group,
+greedy and temperature sampling (vLLM's murmur3 Gumbel stream), sampled-token logprobs.
+Not yet: graph modes, speculative decoding, simulated-NPU accounting, sleep mode, LoRA,
+penalties/min-p/bad words/logit bias, structured output (docs/model-runner-v2.md lists each).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn as nn
+from vllm.config import VllmConfig
+from vllm.logger import init_logger
+from vllm.v1.worker.gpu.model_runner import GPUModelRunner
+
+from vllm_ascend_platform import envs
+from vllm_ascend_platform.patches.registry import patched
+
+logger = init_logger("vllm.ascend.model_runner_v2")
+
+
+class NPUModelRunnerV2(GPUModelRunner):
+    """MRv2 model runner for Ascend NPUs and for CPU emulation mode (prototype)."""
+
+    def __init__(self, vllm_config: VllmConfig, device: torch.device) -> None:
+        self.emulated = envs.emulate()
+        self.simulated = envs.simulate_npu()
+        if self.simulated:
+            raise NotImplementedError(
+                "NPUModelRunnerV2 (vLLM 0.34 prototype) does not run the simulated NPU yet")
+        with patched("device-stream-api"):
+            super().__init__(vllm_config, device)
+
+    # ---- steps: vLLM's, with the CUDA stream/event API resolved to the device seam ----------
+    def execute_model(self, *args: Any, **kwargs: Any) -> Any:
+        with patched("device-stream-api"):
+            return super().execute_model(*args, **kwargs)
+
+    def sample_tokens(self, *args: Any, **kwargs: Any) -> Any:
+        with patched("device-stream-api"):
+            return super().sample_tokens(*args, **kwargs)
+
+    def _dummy_run(self, *args: Any, **kwargs: Any) -> Any:
+        with patched("device-stream-api"):
+            return super()._dummy_run(*args, **kwargs)
+
+    def _dummy_sampler_run(self, hidden_states: torch.Tensor) -> None:
+        """vLLM's dummy sampler pass; on the host only its default pass, as vLLM does for its
+        CPU platform (``GPUModelRunner._dummy_sampler_run``): the second, warmup-parameter
+        pass sizes a device's fp32 sampling peak for the profiler, and our host KV budget is
+        computed, not measured (``NPUWorker._kv_budget``). It would also need host stand-ins
+        for every per-request logits processor at once (logit bias, bad words, min-p ...)."""
+        if self.device.type != "cpu":
+            return super()._dummy_sampler_run(hidden_states)
+        from vllm.v1.worker.gpu.input_batch import InputBatch
+
+        if self.model_state.dummy_sampler_run(self.sampler, hidden_states):
+            return
+        num_reqs = hidden_states.shape[0]
+        logits = self.model.compute_logits(hidden_states)
+        self.sampler(logits, InputBatch.make_dummy(num_reqs, num_reqs, self.input_buffers))
+
+    # ---- KV cache: block-table pointer tables for the host kernels ---------------------------
+    def initialize_kv_cache(self, kv_cache_config: Any, *args: Any, **kwargs: Any) -> None:
+        """vLLM's KV-cache and block-table set-up; on the host the block tables' tensors are
+        registered so the stand-ins of ``_gather_block_tables_kernel`` and
+        ``_compute_slot_mappings_kernel`` (which receive uint64 pointer tables) find them."""
+        with patched("device-stream-api"):
+            super().initialize_kv_cache(kv_cache_config, *args, **kwargs)
+        if self.device.type == "cpu":
+            from vllm_ascend_platform.host import mrv2_kernels as mrv2_host_kernels
+
+            tables = self.block_tables
+            mrv2_host_kernels.register_pointers(
+                [b.gpu for b in tables.block_tables] + list(tables.input_block_tables))
+
+    # ---- emulation: weights counted on the host ------------------------------------------------
+    def load_model(self, *args: Any, **kwargs: Any) -> None:
+        """vLLM's load; in emulation the weight bytes are counted (no device allocator for
+        ``DeviceMemoryProfiler`` to ask), which the KV budget reads (``NPUWorker._kv_budget``)."""
+        with patched("device-stream-api"):
+            super().load_model(*args, **kwargs)
+        if self.device.type == "cpu":
+            self.model_memory_usage = _module_bytes(self.model, self.get_draft_model())
+
+    def get_model(self) -> nn.Module:
+        return self.model
+
+
+def _module_bytes(*modules: nn.Module | None) -> int:
+    """Bytes of every distinct parameter and buffer storage of ``modules``."""
+    seen: set[int] = set()
+    total = 0
+    for m in modules:
+        if m is None:
+            continue
+        for t in (*m.parameters(), *m.buffers()):
+            ptr = t.untyped_storage().data_ptr()
+            if ptr not in seen:
+                seen.add(ptr)
+                total += t.untyped_storage().nbytes()
+    return total

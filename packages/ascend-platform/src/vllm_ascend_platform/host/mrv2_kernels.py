@@ -426,6 +426,49 @@ def apply_penalties(logits, expanded_idx_mapping, token_ids, expanded_local_pos,
         logits[i] = row.to(logits.dtype)
 
 
+# ---- vllm/v1/worker/gpu/sample/min_p.py, logit_bias.py (wrapper level) -----------------------
+
+def apply_min_p(logits, expanded_idx_mapping, min_p) -> None:
+    """``apply_min_p``: logits below max + log(min_p) become -inf (rows with min_p 0 kept)."""
+    p = min_p[expanded_idx_mapping.to(torch.int64)].float()
+    rows = (p != 0).nonzero().squeeze(1)
+    if rows.numel() == 0:
+        return
+    x = logits[rows]
+    threshold = x.float().amax(dim=-1, keepdim=True) + torch.log(p[rows])[:, None]
+    logits[rows] = torch.where(x.float() < threshold, float("-inf"), x)
+
+
+def apply_logit_bias(logits, expanded_idx_mapping, pos, num_allowed_token_ids,
+                     allowed_token_ids, num_logit_bias, logit_bias_token_ids, logit_bias,
+                     min_lens, num_stop_token_ids, restore_when_all_masked, stop_token_ids,
+                     check_all_masked_rows=False) -> None:
+    """``apply_logit_bias``, per logits row: keep only the allowed token ids, add the logit
+    bias, and before ``min_tokens`` mask the stop tokens (restored when that would mask the
+    whole row of a structured-output request)."""
+    for i, r in enumerate(expanded_idx_mapping.tolist()):
+        row = logits[i]
+        n = int(num_allowed_token_ids[r])
+        if n > 0:
+            ids = allowed_token_ids[r, :n].to(torch.int64)
+            kept = row[ids].clone()
+            row.fill_(float("-inf"))
+            row[ids] = kept
+        n = int(num_logit_bias[r])
+        if n > 0:
+            ids = logit_bias_token_ids[r, :n].to(torch.int64)
+            row[ids] += logit_bias[r, :n].to(row.dtype)
+        n = int(num_stop_token_ids[r])
+        if n > 0 and int(pos[i]) + 1 < int(min_lens[r]):
+            ids = stop_token_ids[r, :n].to(torch.int64)
+            saved = row[ids].clone()
+            row[ids] = float("-inf")
+            if check_all_masked_rows and int(restore_when_all_masked[r]) and bool(
+                    (row == float("-inf")).all()):
+                finite = torch.isfinite(saved)
+                row[ids[finite]] = saved[finite]
+
+
 # ---- vllm/v1/worker/gpu/sample/logprob.py ----------------------------------------------------
 
 def compute_token_logprobs(logits, token_ids):
@@ -470,13 +513,24 @@ KERNELS: dict[str, Any] = {
     f"{G}.sample.logprob._ranks_kernel": HostLaunch(_ranks),
     # reached only with the matching sampling parameters or features: fail loudly, by name
     f"{G}.sample.logprob._fill_logprob_token_ids_kernel": _unsupported("_fill_logprob_token_ids_kernel"),
-    f"{G}.sample.min_p._min_p_kernel": _unsupported("_min_p_kernel"),
+    f"{G}.sample.min_p.apply_min_p": apply_min_p,
+    f"{G}.sample.logit_bias.apply_logit_bias": apply_logit_bias,
     f"{G}.sample.penalties.bincount": bincount,
     f"{G}.sample.penalties.apply_penalties": apply_penalties,
     f"{G}.sample.bad_words._bad_words_kernel": _unsupported("_bad_words_kernel"),
-    f"{G}.sample.logit_bias._bias_kernel": _unsupported("_bias_kernel"),
     f"{G}.structured_outputs._apply_grammar_bitmask_kernel":
         _unsupported("_apply_grammar_bitmask_kernel"),
+    f"{G}.sample.prompt_logprob._prompt_logprobs_token_ids_kernel":
+        _unsupported("_prompt_logprobs_token_ids_kernel (prompt logprobs)"),
+    f"{G}.metrics.logits._num_nans_kernel": _unsupported("_num_nans_kernel"),
+    f"{G}.sample.output._compact_sampling_mask_kernel":
+        _unsupported("_compact_sampling_mask_kernel"),
+    f"{G}.sample.thinking_budget._thinking_budget_kernel":
+        _unsupported("_thinking_budget_kernel"),
+    f"{G}.spec_decode.rejection_sampler._gather_draft_sampled_kernel":
+        _unsupported("_gather_draft_sampled_kernel (speculative decoding)"),
+    f"{G}.spec_decode.rejection_sampler_utils.rejection_sample":
+        _unsupported("rejection_sample (speculative decoding)"),
 }
 
 _registered = False

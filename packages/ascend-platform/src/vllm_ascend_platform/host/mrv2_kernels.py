@@ -469,6 +469,75 @@ def apply_logit_bias(logits, expanded_idx_mapping, pos, num_allowed_token_ids,
                 row[ids[finite]] = saved[finite]
 
 
+# ---- vllm/v1/worker/gpu/sample/bad_words.py, structured_outputs.py --------------------------
+
+def apply_bad_words(logits, expanded_idx_mapping, bad_word_token_ids, bad_word_offsets,
+                    num_bad_words, all_token_ids, prompt_len, total_len, input_ids,
+                    expanded_local_pos, max_num_bad_words) -> None:
+    """``apply_bad_words``: for each logits row and bad word whose prefix ends the request's
+    output (drafts of this step included: read from ``input_ids``), ban its last token."""
+    for i, r in enumerate(expanded_idx_mapping.tolist()):
+        n = int(num_bad_words[r])
+        if n == 0:
+            continue
+        pos = int(expanded_local_pos[i])
+        first = i - pos
+        plen, tlen = int(prompt_len[r]), int(total_len[r])
+        out_len = tlen - plen
+        eff = out_len + pos
+        offsets = bad_word_offsets[r, :n + 1].tolist()
+        for w in range(n):
+            start, end = offsets[w], offsets[w + 1]
+            prefix = end - 1 - start
+            if prefix > eff:
+                continue
+            ok = True
+            for k in range(prefix):
+                at = eff - prefix + k
+                actual = (int(input_ids[first + at - out_len + 1]) if at >= out_len
+                          else int(all_token_ids[r, plen + at]))
+                if int(bad_word_token_ids[r, start + k]) != actual:
+                    ok = False
+                    break
+            if ok:
+                logits[i, int(bad_word_token_ids[r, end - 1])] = float("-inf")
+
+
+def _apply_grammar_bitmask(grid, logits_ptr, logits_stride, logits_indices_ptr,
+                           cu_num_logits_ptr, bitmask_ptr, bitmask_stride, vocab_size,
+                           MASK_STRIDE=1, BLOCK_SIZE=None, **_: Any) -> None:
+    """``_apply_grammar_bitmask_kernel``: bitmask row m applies to logits row
+    ``cu_num_logits[req] + position`` (``logits_indices[m] = req * MASK_STRIDE + position``,
+    skipped past the request's rows); a 0 bit (token t: word t//32, bit t%32) bans token t."""
+    num_masks = _grid(grid, 0)
+    shifts = torch.arange(32)
+    cu = cu_num_logits_ptr.tolist()
+    for m, mapping in enumerate(logits_indices_ptr[:num_masks].tolist()):
+        req, position = divmod(mapping, MASK_STRIDE)
+        if position >= cu[req + 1] - cu[req]:
+            continue
+        words = bitmask_ptr[m].to(torch.int64) & _MASK32
+        allowed = ((words[:, None] >> shifts) & 1).bool().reshape(-1)[:vocab_size]
+        row = logits_ptr[cu[req] + position]
+        row[:vocab_size].masked_fill_(~allowed, float("-inf"))
+
+
+def get_prompt_logprobs_token_ids(num_tokens, query_start_loc, idx_mapping, num_computed_tokens,
+                                  all_token_ids):
+    """``get_prompt_logprobs_token_ids``: for each query row, the *next* prompt token
+    (``all_token_ids[req, done + 1 + i]``), whose logprob that row's logits give."""
+    token_ids = torch.zeros(num_tokens, dtype=torch.int64)
+    qsl = query_start_loc.tolist()
+    width = all_token_ids.shape[1]
+    for b, r in enumerate(idx_mapping.tolist()):
+        start, end = qsl[b], qsl[b + 1]
+        done = int(num_computed_tokens[r])
+        # the kernel reads past the last prompt token too (that row's result is discarded)
+        target = torch.arange(done + 1, done + 1 + end - start).clamp_max(width - 1)
+        token_ids[start:end] = all_token_ids[r, target].to(torch.int64)
+    return token_ids
+
+
 # ---- vllm/v1/worker/gpu/sample/logprob.py ----------------------------------------------------
 
 def compute_token_logprobs(logits, token_ids):
@@ -517,11 +586,9 @@ KERNELS: dict[str, Any] = {
     f"{G}.sample.logit_bias.apply_logit_bias": apply_logit_bias,
     f"{G}.sample.penalties.bincount": bincount,
     f"{G}.sample.penalties.apply_penalties": apply_penalties,
-    f"{G}.sample.bad_words._bad_words_kernel": _unsupported("_bad_words_kernel"),
-    f"{G}.structured_outputs._apply_grammar_bitmask_kernel":
-        _unsupported("_apply_grammar_bitmask_kernel"),
-    f"{G}.sample.prompt_logprob._prompt_logprobs_token_ids_kernel":
-        _unsupported("_prompt_logprobs_token_ids_kernel (prompt logprobs)"),
+    f"{G}.sample.bad_words.apply_bad_words": apply_bad_words,
+    f"{G}.structured_outputs._apply_grammar_bitmask_kernel": HostLaunch(_apply_grammar_bitmask),
+    f"{G}.sample.prompt_logprob.get_prompt_logprobs_token_ids": get_prompt_logprobs_token_ids,
     f"{G}.metrics.logits._num_nans_kernel": _unsupported("_num_nans_kernel"),
     f"{G}.sample.output._compact_sampling_mask_kernel":
         _unsupported("_compact_sampling_mask_kernel"),
@@ -553,13 +620,15 @@ class triton_gate_open:  # noqa: N801  (used as a context-manager function)
     """Within the block ``vllm.v1.worker.gpu_worker.HAS_TRITON`` is True (the only reader is
     ``Worker.__init__``'s refusal); restored on exit."""
 
+    # patch: mrv2-triton-gate (installs)
     def __enter__(self) -> None:
         import vllm.v1.worker.gpu_worker as gpu_worker
 
         self._saved = gpu_worker.HAS_TRITON
         gpu_worker.HAS_TRITON = True
 
+    # patch: mrv2-triton-gate (undoes)
     def __exit__(self, *exc: object) -> None:
         import vllm.v1.worker.gpu_worker as gpu_worker
 
-        gpu_worker.HAS_TRITON = self._saved
+

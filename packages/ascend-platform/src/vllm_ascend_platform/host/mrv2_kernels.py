@@ -555,6 +555,98 @@ def _ranks(grid, output_ptr, logits_ptr, logits_stride, token_ids_ptr, vocab_siz
     output_ptr[:n] = (x > chosen).sum(dim=-1)
 
 
+# ---- vllm/v1/worker/gpu/spec_decode/ (n-gram + greedy verification) --------------------------
+
+def gather_draft_sampled(input_ids, positions, logits_indices, expanded_idx_mapping,
+                         expanded_local_pos, prefill_len):
+    """``gather_draft_sampled``: the input token and position of each logits row; draft rows
+    of requests still inside their prefill become -1 (always rejected)."""
+    tok = input_ids[logits_indices]
+    pos = positions[logits_indices]
+    local = expanded_local_pos.to(pos.dtype)
+    placeholder = (local > 0) & (pos - local < prefill_len[expanded_idx_mapping.to(torch.int64)])
+    return torch.where(placeholder, -1, tok).to(input_ids.dtype), pos
+
+
+def rejection_sample(target_logits, draft_logits_cache, draft_sampled, cu_num_logits, pos,
+                     idx_mapping, expanded_idx_mapping, expanded_local_pos, temperature, seed,
+                     num_speculative_steps, synthetic_conditional_rates=None, use_fp64=False,
+                     use_block_verification=False, contexts=None, watermarking=None,
+                     watermarking_skip_mask=None, watermark_key=None, fly_window_size=0,
+                     fly_entropy_threshold=0.3, fly_entropy_top_k=3,
+                     skip_masked_vocab_blocks=False):
+    """``rejection_sample`` for greedy requests (temperature 0), the strict rule: logits row
+    j of a request accepts the draft fed at row j + 1 while it equals the row's argmax; the
+    first mismatch emits the argmax and stops; all accepted emits the bonus argmax.
+
+    Raises:
+        NotImplementedError: sampled requests (probabilistic verification), draft logits
+            (EAGLE/MTP), synthetic rates, block verification, watermarking, FLy.
+    """
+    if (draft_logits_cache is not None or synthetic_conditional_rates is not None
+            or use_block_verification or contexts is not None or fly_window_size > 0):
+        raise NotImplementedError("MRv2 host kernels: rejection_sample supports greedy n-gram "
+                                  "verification only (no draft logits, synthetic rates, block "
+                                  "verification, watermarking or FLy)")
+    num_reqs = cu_num_logits.shape[0] - 1
+    temp = temperature[idx_mapping.to(torch.int64)].float()
+    if bool((temp != 0).any()):
+        raise NotImplementedError("MRv2 host kernels: rejection_sample with temperature > 0 "
+                                  "(probabilistic verification)")
+    argmax = target_logits.argmax(dim=-1)
+    sampled = torch.zeros(num_reqs, num_speculative_steps + 1, dtype=torch.int64)
+    num_sampled = torch.zeros(num_reqs, dtype=torch.int32)
+    cu = cu_num_logits.tolist()
+    for r in range(num_reqs):
+        start, end = cu[r], cu[r + 1]
+        n = 0
+        for j in range(start, end):
+            sampled[r, n] = argmax[j]
+            n += 1
+            if j + 1 >= end or int(draft_sampled[j + 1]) != int(argmax[j]):
+                break
+        num_sampled[r] = n
+    return sampled, num_sampled
+
+
+def ngram_propose(token_ids, total_len, idx_mapping, num_sampled, last_sampled, min_n, max_n,
+                  k, drafts):
+    """The n-gram proposal of vLLM's ``NgramGPUSpeculator`` (``_ngram_scan_kernel`` +
+    ``_ngram_finalize_kernel``): per request, the longest n in [min_n, max_n] whose last n
+    tokens occur earlier (latest occurrence on ties), drafts = the k tokens after it, the last
+    sampled token where the history runs out or nothing matched; rows that sampled nothing
+    this step keep ``last_sampled``."""
+    width = token_ids.shape[1]
+    lens = total_len.tolist()
+    ns = num_sampled.tolist()
+    for b, r in enumerate(idx_mapping.tolist()):
+        last = int(last_sampled[r])
+        seq_len = lens[r]
+        row = token_ids[r, :seq_len]
+        best = None
+        if ns[b] > 0 and seq_len >= min_n:
+            for n in range(max_n, min_n - 1, -1):
+                if n > seq_len - 1:
+                    continue
+                suffix = row[seq_len - n:]
+                windows = row[: seq_len - 1].unfold(0, n, 1) if seq_len - 1 >= n else None
+                if windows is None:
+                    continue
+                hits = (windows == suffix).all(dim=1).nonzero().squeeze(1)
+                if hits.numel():
+                    best = (n, int(hits.max()))
+                    break
+        out = torch.full((k,), last, dtype=torch.int64)
+        if best is not None:
+            start = best[1] + best[0]
+            avail = max(seq_len - start, 0)
+            take = min(avail, k)
+            if take:
+                out[:take] = token_ids[r, start:min(start + take, width)].to(torch.int64)
+        drafts[b, :k] = out
+    return drafts[: idx_mapping.shape[0]]
+
+
 def _unsupported(name: str) -> Callable[..., Any]:
     def launch(*_: Any, **__: Any) -> None:
         raise NotImplementedError(f"MRv2 host kernels: {name} has no host stand-in yet "
@@ -594,10 +686,8 @@ KERNELS: dict[str, Any] = {
         _unsupported("_compact_sampling_mask_kernel"),
     f"{G}.sample.thinking_budget._thinking_budget_kernel":
         _unsupported("_thinking_budget_kernel"),
-    f"{G}.spec_decode.rejection_sampler._gather_draft_sampled_kernel":
-        _unsupported("_gather_draft_sampled_kernel (speculative decoding)"),
-    f"{G}.spec_decode.rejection_sampler_utils.rejection_sample":
-        _unsupported("rejection_sample (speculative decoding)"),
+    f"{G}.spec_decode.rejection_sampler.gather_draft_sampled": gather_draft_sampled,
+    f"{G}.spec_decode.rejection_sampler_utils.rejection_sample": rejection_sample,
 }
 
 _registered = False
@@ -617,18 +707,23 @@ def register() -> None:
 
 # patch: mrv2-triton-gate (declared in vllm_ascend_platform.patch_declarations)
 class triton_gate_open:  # noqa: N801  (used as a context-manager function)
-    """Within the block ``vllm.v1.worker.gpu_worker.HAS_TRITON`` is True (the only reader is
-    ``Worker.__init__``'s refusal); restored on exit."""
+    """Within the block ``HAS_TRITON`` is True in ``vllm.v1.worker.gpu_worker`` (read only by
+    ``Worker.__init__``'s refusal) and ``vllm.v1.worker.gpu.spec_decode.ngram.speculator`` (read
+    only by ``NgramGPUSpeculator.__init__``'s); restored on exit."""
+
+    _MODULES = ("vllm.v1.worker.gpu_worker", "vllm.v1.worker.gpu.spec_decode.ngram.speculator")
 
     # patch: mrv2-triton-gate (installs)
     def __enter__(self) -> None:
-        import vllm.v1.worker.gpu_worker as gpu_worker
+        import importlib
 
-        self._saved = gpu_worker.HAS_TRITON
-        gpu_worker.HAS_TRITON = True
+        self._saved = []
+        for name in self._MODULES:
+            module = importlib.import_module(name)
+            self._saved.append((module, module.HAS_TRITON))
+            module.HAS_TRITON = True
 
     # patch: mrv2-triton-gate (undoes)
     def __exit__(self, *exc: object) -> None:
-        import vllm.v1.worker.gpu_worker as gpu_worker
-
-
+        for module, value in self._saved:
+            module.HAS_TRITON = value

@@ -44,7 +44,27 @@ class NPUModelRunnerV2(GPUModelRunner):
             raise NotImplementedError(
                 "NPUModelRunnerV2 (vLLM 0.34 prototype) does not run the simulated NPU yet")
         with patched("device-stream-api"):
-            super().__init__(vllm_config, device)
+            if self.device_is_host(device):
+                # the speculator is built here; n-gram's refuses without Triton (see worker.py)
+                with patched("mrv2-triton-gate"):
+                    super().__init__(vllm_config, device)
+                self._host_speculator()
+            else:
+                super().__init__(vllm_config, device)
+
+    @staticmethod
+    def device_is_host(device: torch.device) -> bool:
+        return device.type == "cpu"
+
+    def _host_speculator(self) -> None:
+        """On the host, vLLM's n-gram speculator proposes through our torch version
+        (``mrv2_host_kernels.ngram_propose``): its ``propose`` computes launch constants with
+        ``triton.next_power_of_2``, which vLLM's Triton placeholder lacks, so the instance's
+        class becomes :class:`HostNgramSpeculator` (same state, ``propose`` replaced)."""
+        from vllm.v1.worker.gpu.spec_decode.ngram.speculator import NgramGPUSpeculator
+
+        if type(self.speculator) is NgramGPUSpeculator:
+            self.speculator.__class__ = _host_ngram_cls()
 
     # ---- steps: vLLM's, with the CUDA stream/event API resolved to the device seam ----------
     def execute_model(self, *args: Any, **kwargs: Any) -> Any:
@@ -100,6 +120,30 @@ class NPUModelRunnerV2(GPUModelRunner):
 
     def get_model(self) -> nn.Module:
         return self.model
+
+
+def _host_ngram_cls() -> type:
+    from vllm.v1.worker.gpu.spec_decode.ngram.speculator import NgramGPUSpeculator
+
+    from vllm_ascend_platform.mrv2_host_kernels import ngram_propose
+
+    class HostNgramSpeculator(NgramGPUSpeculator):
+        """vLLM's ``NgramGPUSpeculator`` with the proposal computed on the host."""
+
+        @torch.inference_mode()
+        def propose(self, input_batch: Any, attn_metadata: Any, slot_mappings: Any,
+                    last_hidden_states: Any, aux_hidden_states: Any, num_sampled: torch.Tensor,
+                    num_rejected: torch.Tensor, last_sampled: torch.Tensor, *args: Any,
+                    dummy_run: bool = False, **kwargs: Any) -> torch.Tensor:
+            num_reqs = input_batch.num_reqs
+            if dummy_run:
+                return self.drafts[:num_reqs]
+            states = self.req_states
+            return ngram_propose(states.all_token_ids.gpu, states.total_len.gpu,
+                                 input_batch.idx_mapping, num_sampled, last_sampled.view(-1),
+                                 self.min_n, self.max_n, self.num_speculative_steps, self.drafts)
+
+    return HostNgramSpeculator
 
 
 def _module_bytes(*modules: nn.Module | None) -> int:

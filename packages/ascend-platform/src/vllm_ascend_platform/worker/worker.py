@@ -178,7 +178,9 @@ class NPUWorker(Worker):
             weights = total - free
         return KVBudget(
             device_memory=total,
-            utilization=self.cache_config.gpu_memory_utilization,
+            # vLLM 0.34: None unless given; resolved_gpu_memory_utilization applies its default
+            utilization=getattr(self.cache_config, "resolved_gpu_memory_utilization",
+                                self.cache_config.gpu_memory_utilization),
             weights=weights,
             activations=activation_estimate(
                 sched.max_num_batched_tokens,

@@ -219,7 +219,6 @@ def combine_sampled_and_draft_tokens(input_ids, idx_mapping, last_sampled_tokens
     """``combine_sampled_and_draft_tokens``: logits indices = the last ``num_logits`` query
     rows of each request; decoding requests get their last sampled token (and drafts) written
     into ``input_ids``."""
-    num_reqs = idx_mapping.shape[0]
     logits_indices = torch.empty(num_logits, dtype=torch.int64)
     qsl = query_start_loc.tolist()
     cu = cu_num_logits.tolist()

@@ -10,7 +10,7 @@ import pytest
 import torch
 from ascend_ops import device
 from vllm_ascend_platform.patches.registry import patched
-from vllm_ascend_platform.worker.model_runner import device_stream_api
+from vllm_ascend_platform.worker.device_stream import device_stream_api
 
 NAMES = ("Stream", "Event", "current_stream", "stream")
 

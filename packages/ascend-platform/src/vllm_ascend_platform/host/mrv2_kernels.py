@@ -704,7 +704,7 @@ def register() -> None:
     register_kernels(KERNELS)
 
 
-# patch: mrv2-triton-gate (declared in vllm_ascend_platform.patch_declarations)
+# patch: mrv2-triton-gate (declared in vllm_ascend_platform.patches.declarations)
 class triton_gate_open:  # noqa: N801  (used as a context-manager function)
     """Within the block ``HAS_TRITON`` is True in ``vllm.v1.worker.gpu_worker`` (read only by
     ``Worker.__init__``'s refusal) and ``vllm.v1.worker.gpu.spec_decode.ngram.speculator`` (read

@@ -4,11 +4,11 @@
 
 PROTOTYPE for the vLLM 0.34 move (branch vllm-034; the plan is docs/model-runner-v2.md).
 vLLM 0.34 deletes Model Runner V1 (``vllm/v1/worker/gpu_model_runner.py``), which
-:class:`~vllm_ascend_platform.model_runner.NPUModelRunner` subclasses. This runner subclasses
-MRv2's ``GPUModelRunner`` (``vllm/v1/worker/gpu/model_runner.py``), as vLLM's own
+:class:`~vllm_ascend_platform.worker.model_runner.NPUModelRunner` subclasses. This runner
+subclasses MRv2's ``GPUModelRunner`` (``vllm/v1/worker/gpu/model_runner.py``), as vLLM's own
 ``CPUModelRunner`` (``vllm/v1/worker/cpu/model_runner.py``) does, and keeps vLLM's step
 untouched: the Triton kernels it launches are replaced on the host by
-:mod:`vllm_ascend_platform.mrv2_host_kernels` (registered by
+:mod:`vllm_ascend_platform.host.mrv2_kernels` (registered by
 ``NPUPlatform.register_triton_kernel_overrides``); on an NPU they would run through
 triton-ascend.
 
@@ -58,7 +58,7 @@ class NPUModelRunnerV2(GPUModelRunner):
 
     def _host_speculator(self) -> None:
         """On the host, vLLM's n-gram speculator proposes through our torch version
-        (``mrv2_host_kernels.ngram_propose``): its ``propose`` computes launch constants with
+        (``mrv2_kernels.ngram_propose``): its ``propose`` computes launch constants with
         ``triton.next_power_of_2``, which vLLM's Triton placeholder lacks, so the instance's
         class becomes :class:`HostNgramSpeculator` (same state, ``propose`` replaced)."""
         from vllm.v1.worker.gpu.spec_decode.ngram.speculator import NgramGPUSpeculator
@@ -103,10 +103,10 @@ class NPUModelRunnerV2(GPUModelRunner):
         with patched("device-stream-api"):
             super().initialize_kv_cache(kv_cache_config, *args, **kwargs)
         if self.device.type == "cpu":
-            from vllm_ascend_platform.host import mrv2_kernels as mrv2_host_kernels
+            from vllm_ascend_platform.host import mrv2_kernels
 
             tables = self.block_tables
-            mrv2_host_kernels.register_pointers(
+            mrv2_kernels.register_pointers(
                 [b.gpu for b in tables.block_tables] + list(tables.input_block_tables))
 
     # ---- emulation: weights counted on the host ------------------------------------------------
@@ -125,7 +125,7 @@ class NPUModelRunnerV2(GPUModelRunner):
 def _host_ngram_cls() -> type:
     from vllm.v1.worker.gpu.spec_decode.ngram.speculator import NgramGPUSpeculator
 
-    from vllm_ascend_platform.mrv2_host_kernels import ngram_propose
+    from vllm_ascend_platform.host.mrv2_kernels import ngram_propose
 
     class HostNgramSpeculator(NgramGPUSpeculator):
         """vLLM's ``NgramGPUSpeculator`` with the proposal computed on the host."""

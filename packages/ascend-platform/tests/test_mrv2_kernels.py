@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""The MRv2 host stand-ins (vllm_ascend_platform.mrv2_host_kernels) on hand-made batches.
+"""The MRv2 host stand-ins (vllm_ascend_platform.host.mrv2_kernels) on hand-made batches.
 
 The module imports only torch, so these run with vLLM 0.33 too. Expected values follow the
 Triton kernels' contracts in vLLM 0.34 (vllm/v1/worker/gpu/input_batch.py, block_table.py,
@@ -11,7 +11,7 @@ worked out by hand here, not by calling those kernels (no Triton backend on this
 from __future__ import annotations
 
 import torch
-from vllm_ascend_platform import mrv2_host_kernels as k
+from vllm_ascend_platform.host import mrv2_kernels as k
 
 
 def test_prepare_pos_seq_lens_positions_follow_computed_tokens_and_pad_zeroes():

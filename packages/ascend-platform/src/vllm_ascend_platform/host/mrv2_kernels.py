@@ -711,6 +711,7 @@ class triton_gate_open:  # noqa: N801  (used as a context-manager function)
     only by ``NgramGPUSpeculator.__init__``'s); restored on exit."""
 
     _MODULES = ("vllm.v1.worker.gpu_worker", "vllm.v1.worker.gpu.spec_decode.ngram.speculator")
+    _FLAG = "HAS_TRITON"  # by name: vLLM 0.33's gpu_worker has no such attribute (mypy)
 
     # patch: mrv2-triton-gate (installs)
     def __enter__(self) -> None:
@@ -719,10 +720,10 @@ class triton_gate_open:  # noqa: N801  (used as a context-manager function)
         self._saved = []
         for name in self._MODULES:
             module = importlib.import_module(name)
-            self._saved.append((module, module.HAS_TRITON))
-            module.HAS_TRITON = True
+            self._saved.append((module, getattr(module, self._FLAG)))
+            setattr(module, self._FLAG, True)
 
     # patch: mrv2-triton-gate (undoes)
     def __exit__(self, *exc: object) -> None:
         for module, value in self._saved:
-            module.HAS_TRITON = value
+            setattr(module, self._FLAG, value)

@@ -12,10 +12,11 @@ untouched: the Triton kernels it launches are replaced on the host by
 ``NPUPlatform.register_triton_kernel_overrides``); on an NPU they would run through
 triton-ascend.
 
-What it does today: CPU emulation (``VLLM_ASCEND_EMULATE=1``), eager, one KV-cache group,
-greedy and temperature sampling (vLLM's murmur3 Gumbel stream), sampled-token logprobs.
-Not yet: graph modes, speculative decoding, simulated-NPU accounting, sleep mode, LoRA,
-penalties/min-p/bad words/logit bias, structured output (docs/model-runner-v2.md lists each).
+What it does today: CPU emulation (``VLLM_ASCEND_EMULATE=1``) and the simulated NPU
+(``VLLM_ASCEND_SIMULATE_NPU=1``: our attention backends and ops on the simulated torch_npu,
+weights and KV cache accounted on the simulated device), eager, one KV-cache group; sampling
+and n-gram speculative decoding as docs/model-runner-v2.md lists.
+Not yet: graph modes, EAGLE/MTP, sleep mode, LoRA (docs/model-runner-v2.md lists each).
 """
 
 from __future__ import annotations
@@ -41,8 +42,11 @@ class NPUModelRunnerV2(GPUModelRunner):
         self.emulated = envs.emulate()
         self.simulated = envs.simulate_npu()
         if self.simulated:
-            raise NotImplementedError(
-                "NPUModelRunnerV2 (vLLM 0.34 prototype) does not run the simulated NPU yet")
+            from vllm_ascend_platform.host.simulated import DeviceHolding
+
+            # what this runner holds on the simulated device (weights, KV cache), released at
+            # the worker's shutdown or when the runner is collected (as NPUModelRunner does)
+            self._device_holding = DeviceHolding(self)
         with patched("device-stream-api"):
             if self.device_is_host(device):
                 # the speculator is built here; n-gram's refuses without Triton (see worker.py)
@@ -96,12 +100,24 @@ class NPUModelRunnerV2(GPUModelRunner):
         self.sampler(logits, InputBatch.make_dummy(num_reqs, num_reqs, self.input_buffers))
 
     # ---- KV cache: block-table pointer tables for the host kernels ---------------------------
-    def initialize_kv_cache(self, kv_cache_config: Any, *args: Any, **kwargs: Any) -> None:
-        """vLLM's KV-cache and block-table set-up; on the host the block tables' tensors are
-        registered so the stand-ins of ``_gather_block_tables_kernel`` and
-        ``_compute_slot_mappings_kernel`` (which receive uint64 pointer tables) find them."""
+    def initialize_kv_cache(self, kv_cache_config: Any, is_profiling: bool = False,
+                            kv_cache_allocation_context: Any = None, **kwargs: Any) -> None:
+        """vLLM's KV-cache and block-table set-up. On the host (emulation, simulated NPU) the KV
+        cache is zeroed without touching its pages (``host/memory.py``), and the block tables'
+        tensors are registered so the stand-ins of ``_gather_block_tables_kernel`` and
+        ``_compute_slot_mappings_kernel`` (which receive uint64 pointer tables) find them;
+        simulated, the KV cache is accounted on the simulated device."""
+        if self.device.type == "cpu":
+            from vllm_ascend_platform.host.memory import kv_cache_allocation
+
+            kv_cache_allocation_context = kv_cache_allocation(kv_cache_allocation_context)
         with patched("device-stream-api"):
-            super().initialize_kv_cache(kv_cache_config, *args, **kwargs)
+            super().initialize_kv_cache(
+                kv_cache_config, is_profiling=is_profiling,
+                kv_cache_allocation_context=kv_cache_allocation_context, **kwargs)
+        if self.simulated and not is_profiling:
+            kv_bytes = sum(int(t.size) for t in kv_cache_config.kv_cache_tensors)
+            self._device_holding.hold("kv_cache", kv_bytes)
         if self.device.type == "cpu":
             from vllm_ascend_platform.host import mrv2_kernels
 
@@ -109,14 +125,17 @@ class NPUModelRunnerV2(GPUModelRunner):
             mrv2_kernels.register_pointers(
                 [b.gpu for b in tables.block_tables] + list(tables.input_block_tables))
 
-    # ---- emulation: weights counted on the host ------------------------------------------------
+    # ---- host modes: weights counted on the host -----------------------------------------------
     def load_model(self, *args: Any, **kwargs: Any) -> None:
-        """vLLM's load; in emulation the weight bytes are counted (no device allocator for
-        ``DeviceMemoryProfiler`` to ask), which the KV budget reads (``NPUWorker._kv_budget``)."""
+        """vLLM's load; on the host (emulation, simulated NPU) the weight bytes are counted (no
+        device allocator for ``DeviceMemoryProfiler`` to ask), which the KV budget reads
+        (``NPUWorker._kv_budget``); simulated, they are accounted on the simulated device."""
         with patched("device-stream-api"):
             super().load_model(*args, **kwargs)
         if self.device.type == "cpu":
             self.model_memory_usage = _module_bytes(self.model, self.get_draft_model())
+            if self.simulated:
+                self._device_holding.hold("weights", self.model_memory_usage)
 
     def get_model(self) -> nn.Module:
         return self.model

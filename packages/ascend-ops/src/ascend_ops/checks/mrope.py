@@ -34,12 +34,6 @@ def mrope(positions, query, key, head_size, cos_sin_cache, mrope_section, interl
     if len(section) != 3 or any(s < 0 for s in section) or sum(section) * 2 != rot:
         raise ValueError(f"mrope_section must be 3 non-negative ints summing to rotary_dim / 2 "
                          f"({rot // 2}), got {section}")
-    if interleaved and (3 * section[1] - 2 > rot // 2 or 3 * section[2] - 1 > rot // 2):
-        # the interleaved layout puts height frequencies at 1, 4, ..., 3*s1-2 and width ones at
-        # 2, 5, ..., 3*s2-1 (vllm/model_executor/layers/rotary_embedding/mrope.py
-        # apply_interleaved_rope): they must lie inside the rotary_dim / 2 frequencies
-        raise ValueError(f"mrope_section {section} does not fit the interleaved layout of "
-                         f"rotary_dim / 2 = {rot // 2} frequencies")
 
 
 def mrope_values(positions, cos_sin_cache) -> None:

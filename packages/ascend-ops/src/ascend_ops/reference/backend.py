@@ -14,7 +14,6 @@ from __future__ import annotations
 import torch
 
 from ascend_ops.checks import attention as attention_checks
-from ascend_ops.checks import encoder_attention as encoder_checks
 from ascend_ops.checks import kv_blocks as kv_block_checks
 from ascend_ops.checks import kv_cache as kv_cache_checks
 from ascend_ops.checks import layers as layer_checks
@@ -31,8 +30,8 @@ from ascend_ops.reference import spec_decode as _spec
 from ascend_ops.reference.activation import swiglu
 from ascend_ops.reference.encoder_attention import encoder_attention as _encoder_attention
 from ascend_ops.reference.linear import linear as _linear
-from ascend_ops.reference.mrope import mrope as _mrope
 from ascend_ops.reference.lora import lora_expand, lora_linear, lora_shrink, sgmv_expand, sgmv_shrink
+from ascend_ops.reference.mrope import mrope as _mrope
 from ascend_ops.reference.norm import add_rms_norm, rms_norm
 from ascend_ops.reference.quant import dynamic_quant, quant_matmul, quantize
 from ascend_ops.reference.quant_moe import grouped_quant_matmul

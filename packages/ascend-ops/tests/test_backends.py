@@ -35,11 +35,14 @@ def test_op_tuples_are_read_from_the_family_table():
     every = [op for f in families.FAMILIES.values() for op in f.ops]
     assert len(every) == len(set(every))
     tuples = (ascend_ops.OPS, ascend_ops.MLA_OPS, ascend_ops.LORA_OPS, ascend_ops.QUANT_OPS,
-              ascend_ops.LINEAR_OPS, ascend_ops.SPEC_DECODE_OPS, ascend_ops.SAMPLING_OPS)
+              ascend_ops.LINEAR_OPS, ascend_ops.SPEC_DECODE_OPS, ascend_ops.SAMPLING_OPS,
+              ascend_ops.MULTIMODAL_OPS, ascend_ops.KV_BLOCK_OPS)
     assert sorted(op for t in tuples for op in t) == sorted(every)
     assert ascend_ops.OPS[:2] == ("rms_norm", "add_rms_norm") and "swiglu" in ascend_ops.OPS
     assert ascend_ops.QUANT_OPS == ("quantize", "dynamic_quant", "quant_matmul",
                                     "grouped_quant_matmul")
+    assert ascend_ops.MULTIMODAL_OPS == ("encoder_attention", "mrope")
+    assert ascend_ops.KV_BLOCK_OPS == ("read_kv_blocks", "write_kv_blocks")
     for op in every:
         assert callable(getattr(ascend_ops, op)), op
 

@@ -114,6 +114,21 @@ def _mrope_rope_interleave(tnpu, dev):
     assert qo.shape == q.shape and ko.shape == k.shape
 
 
+def _vit_fia_unpaged_tnd(tnpu, dev):
+    # AscendMMEncoderAttention._run_vit_fia (vllm_ascend/ops/mm_encoder_attention.py@182b75e):
+    # Qwen2.5-VL vision heads (head dim 80 zero-padded to 128), packed TND q/k/v, no block table,
+    # sparse_mode 0 without a mask, both length lists cu_seqlens[1:] (cumulative)
+    t, n = 12, 16
+    q, k, v = (_randn(dev, t, n, 128, seed=s) for s in range(3))
+    ends = [5, 12]
+    out, _ = tnpu.npu_fused_infer_attention_score(
+        query=q, key=k, value=v, atten_mask=None, block_table=None, input_layout="TND",
+        block_size=128, actual_seq_lengths=ends, actual_seq_lengths_kv=ends,
+        num_key_value_heads=n, num_heads=n, scale=80 ** -0.5, sparse_mode=0,
+        pre_tokens=2147483647, next_tokens=2147483647)
+    assert out.shape == q.shape and out.dtype == q.dtype
+
+
 def _mrope_mrope(tnpu, dev):
     t, hs = 3, 128
     positions = torch.tensor([[0, 1, 2], [0, 1, 1], [0, 2, 2]], dtype=torch.int64, device=dev)
@@ -417,6 +432,9 @@ PATTERNS = [
             _mrope_rope),
     Pattern("mrope_mrope_mode_16_24_24", "npu_mrope", A2_A3,
             f"{VA} vllm_ascend/ops/rotary_embedding.py@182b75e:497-534", _mrope_mrope),
+    Pattern("vit_fia_unpaged_tnd", "npu_fused_infer_attention_score", A2_A3,
+            f"{VA} vllm_ascend/ops/mm_encoder_attention.py@182b75e (_run_vit_fia, _maybe_pad_qkv)",
+            _vit_fia_unpaged_tnd),
     Pattern("mrope_rope_mode_interleave_fp16", "npu_mrope", ("A2",),
             f"{OP} test/test_custom_ops/test_npu_mrope.py@517f2e7 (test_npu_mrope_rope, Ascend910B)",
             _mrope_rope_interleave),

@@ -22,8 +22,7 @@ import torch
 def read_kv_blocks(key_cache: torch.Tensor, value_cache: torch.Tensor,
                    block_ids: torch.Tensor) -> torch.Tensor:
     """[len(block_ids), block_size*H*(Dk+Dv)]: row i = cat(key_cache[ids[i]], value_cache[ids[i]])."""
-    kw = key_cache.shape[1] * key_cache.shape[2] * key_cache.shape[3]
-    vw = value_cache.shape[1] * value_cache.shape[2] * value_cache.shape[3]
+    kw, vw = _page(key_cache), _page(value_cache)
     out = torch.empty(block_ids.shape[0], kw + vw, dtype=key_cache.dtype)
     for i, b in enumerate(block_ids.tolist()):
         out[i, :kw] = key_cache[b].reshape(-1)
@@ -34,10 +33,19 @@ def read_kv_blocks(key_cache: torch.Tensor, value_cache: torch.Tensor,
 def write_kv_blocks(blocks: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
                     block_ids: torch.Tensor) -> None:
     """The inverse: ``key_cache[ids[i]]`` / ``value_cache[ids[i]]`` from row i (in place)."""
-    kw = key_cache.shape[1] * key_cache.shape[2] * key_cache.shape[3]
+    kw = _page(key_cache)
     for i, b in enumerate(block_ids.tolist()):
         key_cache[b] = blocks[i, :kw].view(key_cache.shape[1:])
         value_cache[b] = blocks[i, kw:].view(value_cache.shape[1:])
+
+
+def _page(cache: torch.Tensor) -> int:
+    return cache.shape[1] * cache.shape[2] * cache.shape[3]
+
+
+def _copyable(t: torch.Tensor) -> torch.Tensor:
+    """float8 as its bytes (aten's CPU ``index_copy_`` has no float8 kernel; a copy moves bits)."""
+    return t.view(torch.uint8) if t.element_size() == 1 else t
 
 
 def gather_blocks(key_cache: torch.Tensor, value_cache: torch.Tensor,
@@ -45,14 +53,15 @@ def gather_blocks(key_cache: torch.Tensor, value_cache: torch.Tensor,
     """:func:`read_kv_blocks` as two ``index_select`` calls and one concatenation."""
     ids = block_ids.to(torch.int64)
     n = ids.shape[0]
-    return torch.cat((key_cache.index_select(0, ids).reshape(n, -1),
-                      value_cache.index_select(0, ids).reshape(n, -1)), dim=1)
+    return torch.cat((key_cache.index_select(0, ids).reshape(n, _page(key_cache)),
+                      value_cache.index_select(0, ids).reshape(n, _page(value_cache))), dim=1)
 
 
 def scatter_blocks(blocks: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
                    block_ids: torch.Tensor) -> None:
     """:func:`write_kv_blocks` as two ``index_copy_`` calls (int64 index, aten's rule)."""
     ids = block_ids.to(torch.int64)
-    n, kw = ids.shape[0], key_cache.shape[1] * key_cache.shape[2] * key_cache.shape[3]
-    key_cache.index_copy_(0, ids, blocks[:, :kw].reshape(n, *key_cache.shape[1:]))
-    value_cache.index_copy_(0, ids, blocks[:, kw:].reshape(n, *value_cache.shape[1:]))
+    n, kw = ids.shape[0], _page(key_cache)
+    src = _copyable(blocks)
+    _copyable(key_cache).index_copy_(0, ids, src[:, :kw].reshape(n, *key_cache.shape[1:]))
+    _copyable(value_cache).index_copy_(0, ids, src[:, kw:].reshape(n, *value_cache.shape[1:]))

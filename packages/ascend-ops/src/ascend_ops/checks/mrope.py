@@ -10,7 +10,7 @@ import math
 from ascend_ops.checks.tensors import float_tensor, index_tensor, same_dtype
 
 
-def mrope(positions, query, key, head_size, cos_sin_cache, mrope_section, interleaved) -> None:
+def mrope(positions, query, key, head_size, cos_sin_cache, mrope_section) -> None:
     index_tensor("positions", positions, 2)
     if positions.shape[0] != 3:
         raise ValueError(f"positions must be [3, T] (temporal, height, width rows), got shape "

@@ -17,7 +17,7 @@ _MROPE = FAMILIES["mrope"]
 def _mrope_impl(positions: torch.Tensor, query: torch.Tensor, key: torch.Tensor, head_size: int,
                 cos_sin_cache: torch.Tensor, mrope_section: list[int], interleaved: bool,
                 is_neox: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    _checks.mrope(positions, query, key, head_size, cos_sin_cache, mrope_section, interleaved)
+    _checks.mrope(positions, query, key, head_size, cos_sin_cache, mrope_section)
     return _MROPE.pick("mrope", query).mrope(positions, query, key, head_size, cos_sin_cache,
                                              list(mrope_section), interleaved, is_neox)
 
@@ -27,7 +27,7 @@ _mrope_op = torch.library.custom_op("ascend::mrope", mutates_args=())(_mrope_imp
 
 @_mrope_op.register_fake
 def _(positions, query, key, head_size, cos_sin_cache, mrope_section, interleaved, is_neox):
-    _checks.mrope(positions, query, key, head_size, cos_sin_cache, mrope_section, interleaved)
+    _checks.mrope(positions, query, key, head_size, cos_sin_cache, mrope_section)
     return torch.empty_like(query), torch.empty_like(key)
 
 

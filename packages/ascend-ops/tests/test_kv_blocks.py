@@ -186,3 +186,21 @@ def test_registered_ops_pass_opcheck():
     buf = ascend_ops.read_kv_blocks(kc, vc, ids)
     torch.library.opcheck(torch.ops.ascend.write_kv_blocks.default,
                           (buf, kc.clone(), vc.clone(), torch.tensor([0, 2])))
+
+
+@pytest.mark.sim_only
+def test_npu_branch_is_graph_capturable(simulated_npu):
+    """Read then write captured in an NPU graph replay on the current cache contents and ids
+    (offloading can run inside a captured step)."""
+    kc, vc = slab_caches(6, 16, 2, (64, 64), torch.bfloat16, seed=4)
+    ids = torch.tensor([1, 4])
+    dst = torch.tensor([0, 5])
+    g = torch.npu.NPUGraph()
+    with torch.npu.graph(g):
+        blocks = ascend_ops.read_kv_blocks(kc, vc, ids)
+        ascend_ops.write_kv_blocks(blocks, kc, vc, dst)
+    kc.copy_(torch.randn(kc.shape))
+    vc.copy_(torch.randn(vc.shape))
+    ids.copy_(torch.tensor([2, 3]))
+    g.replay()
+    assert torch.equal(kc[[0, 5]], kc[[2, 3]]) and torch.equal(vc[[0, 5]], vc[[2, 3]])

@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 
 from ascend_ops._dispatch import native_module
+from ascend_ops.checks import encoder_attention as _checks
 from ascend_ops.native.layers import _code
 
 #: key rows per kernel block (a window of rows, see the module docstring)
@@ -36,6 +37,7 @@ def _window_table(ends: list[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Te
 
 
 def encoder_attention(query, key, value, cu_seqlens, scale, ends):
+    _checks.cu_seqlens_values(cu_seqlens, ends)
     t, hq, d = query.shape
     out = torch.empty(query.shape, dtype=query.dtype)
     if t == 0 or not ends:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 
 from ascend_ops.checks import attention as attention_checks
+from ascend_ops.checks import encoder_attention as encoder_checks
 from ascend_ops.checks import kv_blocks as kv_block_checks
 from ascend_ops.checks import kv_cache as kv_cache_checks
 from ascend_ops.checks import layers as layer_checks
@@ -55,7 +56,8 @@ def mrope(positions, query, key, head_size, cos_sin_cache, mrope_section, interl
 
 
 def encoder_attention(query, key, value, cu_seqlens, scale, ends):
-    """The per-sequence softmax over the host ends (``cu_seqlens`` is checked by the op layer)."""
+    """The per-sequence softmax over the host ends, ``cu_seqlens`` checked against them."""
+    encoder_checks.cu_seqlens_values(cu_seqlens, ends)
     return _encoder_attention(query, key, value, ends, scale)
 
 

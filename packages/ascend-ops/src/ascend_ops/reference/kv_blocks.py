@@ -19,6 +19,15 @@ from __future__ import annotations
 import torch
 
 
+def _page(cache: torch.Tensor) -> int:
+    return cache.shape[1] * cache.shape[2] * cache.shape[3]
+
+
+def _copyable(t: torch.Tensor) -> torch.Tensor:
+    """float8 as its bytes (aten's CPU ``index_copy_`` has no float8 kernel; a copy moves bits)."""
+    return t.view(torch.uint8) if t.element_size() == 1 else t
+
+
 def read_kv_blocks(key_cache: torch.Tensor, value_cache: torch.Tensor,
                    block_ids: torch.Tensor) -> torch.Tensor:
     """[len(block_ids), block_size*H*(Dk+Dv)]: row i = cat(key_cache[ids[i]], value_cache[ids[i]])."""
@@ -37,15 +46,6 @@ def write_kv_blocks(blocks: torch.Tensor, key_cache: torch.Tensor, value_cache: 
     for i, b in enumerate(block_ids.tolist()):
         key_cache[b] = blocks[i, :kw].view(key_cache.shape[1:])
         value_cache[b] = blocks[i, kw:].view(value_cache.shape[1:])
-
-
-def _page(cache: torch.Tensor) -> int:
-    return cache.shape[1] * cache.shape[2] * cache.shape[3]
-
-
-def _copyable(t: torch.Tensor) -> torch.Tensor:
-    """float8 as its bytes (aten's CPU ``index_copy_`` has no float8 kernel; a copy moves bits)."""
-    return t.view(torch.uint8) if t.element_size() == 1 else t
 
 
 def gather_blocks(key_cache: torch.Tensor, value_cache: torch.Tensor,

@@ -227,3 +227,20 @@ def test_registered_op_passes_opcheck():
     pos, q, k = inputs(64, torch.float32, seed=1)
     torch.library.opcheck(torch.ops.ascend.mrope.default,
                           (pos, q, k, 64, cos_sin_cache(64), [8, 12, 12], True, True))
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_npu_branch_gptj_pairs_match_cpu_backends(simulated_npu, interleaved):
+    """``is_neox=False`` reaches npu_mrope as ``rotary_mode="interleave"`` (GPT-J pairs) and
+    agrees with the reference and native branches."""
+    pos, q, k = inputs(128, torch.bfloat16, seed=21)
+    cache = cos_sin_cache(128)
+    section = [24, 20, 20]
+    got = ascend_ops.mrope(pos, q, k, 128, cache, section, interleaved=interleaved, is_neox=False)
+    want = reference.mrope(pos, q, k, 128, cache.to(torch.bfloat16), section, interleaved, False)
+    torch.testing.assert_close(got, want, **TOL[torch.bfloat16])
+    if ascend_ops.native_available():
+        from ascend_ops.native import mrope as native
+
+        torch.testing.assert_close(got, native.mrope(pos, q, k, 128, cache.to(torch.bfloat16), section,
+                                                     interleaved, False), **TOL[torch.bfloat16])

@@ -277,6 +277,20 @@ def test_npu_branch_matches_cpu_branch_and_oracles(simulated_npu, case, block_si
     assert simulator.ledger().snapshot()["launches"] == {"npu_lightning_indexer": 1, "npu_sparse_flash_attention": 1}
 
 
+def test_npu_branch_non_causal_matches_cpu_branch(simulated_npu):
+    """causal=False is sparse_mode 0 on the operators: every key of the request is visible."""
+    p = _problem([3, 2], [3, 40], 128, torch.float16, seed=11)
+    with ascend_ops.use_backend("reference"):
+        cpu_idx = _indexer(p, causal=False)
+        cpu_out = _attend(p, cpu_idx, causal=False)
+    npu_idx = _indexer(p, causal=False)
+    assert torch.equal(npu_idx, cpu_idx)
+    assert (npu_idx[3:, 0, :TOPK] >= 0).all()  # request 1: all 40 keys visible from its first query
+    torch.testing.assert_close(_attend(p, npu_idx, causal=False), cpu_out, **TOL[torch.float16])
+    torch.testing.assert_close(_attend(p, npu_idx, causal=False).double(),
+                               _dense_sparse_attention(p, npu_idx, causal=False), **TOL[torch.float16])
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_npu_branch_pads_heads_to_a_power_of_two(simulated_npu, dtype):
     """N = 3 is not an operator head count: the branch pads to 4 and drops the extra head."""
@@ -297,26 +311,6 @@ def test_npu_branch_takes_int64_lengths_and_tables(simulated_npu):
                                             p["block_table"].long(), p["lens_q"].long(), p["lens_kv"].long(),
                                             SCALE)
     torch.testing.assert_close(out, _attend(p, idx), atol=0, rtol=0)
-
-
-def test_vllm_ascend_indexer_call_is_accepted(simulated_npu):
-    """The A2/A3 call of vllm_ascend/device/device_op.py@182b75e (indexer_select_post_process):
-    TND query [T, 64, 128], PA_BSND key cache of 128-token blocks, weights [T, 64] in the
-    activation dtype, int32 lengths and table, sparse_count 2048, sparse_mode 3."""
-    t, n = 3, 64
-    g = torch.Generator().manual_seed(10)
-    key = torch.randn(4, 128, 1, 128, generator=g).to(torch.bfloat16)
-    idx, values = simulated_npu.npu_lightning_indexer(
-        query=torch.randn(t, n, 128, generator=g).to(torch.bfloat16), key=key,
-        weights=torch.randn(t, n, generator=g).to(torch.bfloat16),
-        actual_seq_lengths_query=torch.tensor([1, 3], dtype=torch.int32),
-        actual_seq_lengths_key=torch.tensor([130, 200], dtype=torch.int32),
-        block_table=torch.tensor([[0, 1], [2, 3]], dtype=torch.int32),
-        layout_query="TND", layout_key="PA_BSND", sparse_count=2048, sparse_mode=3)
-    assert idx.shape == (t, 1, 2048) and idx.dtype == torch.int32 and values.numel() == 0
-    assert (idx[0, 0, :130] >= 0).all() and (idx[0, 0, 130:] == -1).all()
-    assert (idx[2, 0, :200] >= 0).all() and (idx[2, 0, 200:] == -1).all()
-    assert int(idx[1, 0, :199].max()) == 198 and (idx[1, 0, 199:] == -1).all()
 
 
 # ---------------------------------------------------------------- bad input

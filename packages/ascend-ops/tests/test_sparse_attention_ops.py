@@ -291,6 +291,38 @@ def test_npu_branch_non_causal_matches_cpu_branch(simulated_npu):
                                _dense_sparse_attention(p, npu_idx, causal=False), **TOL[torch.float16])
 
 
+@pytest.mark.sim_only
+def test_captured_decode_step_replays_with_the_next_lengths(simulated_npu):
+    """Indexer + sparse attention captured in an NPU graph (no host read inside: the lengths stay
+    device tensors) and replayed for the next decode step: new queries, every key length + 1, a
+    graph-padding row; the replay equals an eager CPU-branch run of that step."""
+    from ascend_ops import simulator
+
+    p = _problem([1, 1, 1], [20, 7, 15], 16, torch.bfloat16, seed=12, pad_rows=1)
+
+    def step():
+        idx = _indexer(p)
+        return idx, _attend(p, idx)
+
+    g = torch.npu.NPUGraph()
+    with torch.npu.graph(g):
+        idx, out = step()
+    assert g.recorded_ops() == ["npu_lightning_indexer", "npu_sparse_flash_attention"]
+    g2 = torch.Generator().manual_seed(13)
+    for name in ("query", "q_nope", "q_pe"):
+        p[name].copy_(torch.randn(p[name].shape, generator=g2))
+    p["lens_kv"].add_(1)
+    simulator.ledger().reset()
+    g.replay()
+    torch.npu.synchronize()
+    assert simulator.ledger().replays == 1
+    with ascend_ops.use_backend("reference"):
+        want_idx, want_out = step()
+    assert torch.equal(idx, want_idx) and (idx[3] == -1).all()
+    assert int(idx[0, 0].max()) == 20  # the new token of request 0 is a candidate
+    torch.testing.assert_close(out, want_out, **TOL[torch.bfloat16])
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_npu_branch_pads_heads_to_a_power_of_two(simulated_npu, dtype):
     """N = 3 is not an operator head count: the branch pads to 4 and drops the extra head."""

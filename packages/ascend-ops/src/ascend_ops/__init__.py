@@ -46,6 +46,7 @@ from ascend_ops.ops.quant import dynamic_quant, quant_matmul, quantize
 from ascend_ops.ops.quant_moe import grouped_quant_matmul
 from ascend_ops.ops.rotary import rotary_embedding
 from ascend_ops.ops.sampling import greedy_argmax
+from ascend_ops.ops.sparse_attention import lightning_indexer, sparse_flash_attention
 from ascend_ops.ops.spec_decode import rejection_sample, sample_recovered_tokens
 
 __version__ = "0.2.0"
@@ -56,6 +57,9 @@ OPS = listed("OPS")
 
 #: the MLA ops (ascend_ops.ops.mla), listed apart from OPS
 MLA_OPS = listed("MLA_OPS")
+
+#: the DeepSeek-V3.2 sparse-attention ops (ascend_ops.ops.sparse_attention), listed apart from OPS
+SPARSE_ATTENTION_OPS = listed("SPARSE_ATTENTION_OPS")
 
 #: the LoRA (Punica) ops (ascend_ops.ops.lora), listed apart from OPS
 LORA_OPS = listed("LORA_OPS")
@@ -87,6 +91,7 @@ __all__ = [
     "MULTIMODAL_OPS",
     "QUANT_OPS",
     "SAMPLING_OPS",
+    "SPARSE_ATTENTION_OPS",
     "SPEC_DECODE_OPS",
     "OPS",
     "pack_grouped_matmul_weight",
@@ -105,6 +110,7 @@ __all__ = [
     "grouped_matmul",
     "grouped_matmul_swiglu",
     "grouped_quant_matmul",
+    "lightning_indexer",
     "linear",
     "lora_expand",
     "lora_linear",
@@ -131,6 +137,7 @@ __all__ = [
     "sample_recovered_tokens",
     "sgmv_expand",
     "sgmv_shrink",
+    "sparse_flash_attention",
     "silu_and_mul",
     "swiglu",
     "use_backend",

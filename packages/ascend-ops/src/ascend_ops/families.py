@@ -30,6 +30,7 @@ from ascend_ops.native import moe as native_moe
 from ascend_ops.native import mrope as native_mrope
 from ascend_ops.native import quant as native_quant
 from ascend_ops.native import quant_moe as native_quant_moe
+from ascend_ops.native import sparse_attention as native_sparse_attention
 from ascend_ops.native import spec_decode as native_spec_decode
 from ascend_ops.npu import encoder_attention as npu_encoder_attention
 from ascend_ops.npu import kv_blocks as npu_kv_blocks
@@ -41,6 +42,7 @@ from ascend_ops.npu import moe as npu_moe
 from ascend_ops.npu import mrope as npu_mrope
 from ascend_ops.npu import quant as npu_quant
 from ascend_ops.npu import quant_moe as npu_quant_moe
+from ascend_ops.npu import sparse_attention as npu_sparse_attention
 from ascend_ops.npu import spec_decode as npu_spec_decode
 from ascend_ops.reference import backend as reference_backend
 
@@ -93,6 +95,8 @@ FAMILIES: Mapping[str, Family] = MappingProxyType({f.name: f for f in (
                     "grouped_matmul", "grouped_matmul_swiglu"), "OPS", True, npu_moe, native_moe),
     _family("mla", ("mla_decode", "mla_prefill", "mla_gather_context"), "MLA_OPS", False, npu_mla,
             native_mla),
+    _family("sparse_attention", ("lightning_indexer", "sparse_flash_attention"),
+            "SPARSE_ATTENTION_OPS", False, npu_sparse_attention, native_sparse_attention),
     _family("lora", ("lora_shrink", "lora_expand", "lora_linear", "sgmv_shrink", "sgmv_expand"),
             "LORA_OPS", True, npu_lora, native_lora),
     _family("quant", ("quantize", "dynamic_quant", "quant_matmul"), "QUANT_OPS", True, npu_quant,

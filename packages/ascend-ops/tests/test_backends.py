@@ -35,11 +35,16 @@ def test_op_tuples_are_read_from_the_family_table():
     every = [op for f in families.FAMILIES.values() for op in f.ops]
     assert len(every) == len(set(every))
     tuples = (ascend_ops.OPS, ascend_ops.MLA_OPS, ascend_ops.LORA_OPS, ascend_ops.QUANT_OPS,
-              ascend_ops.LINEAR_OPS, ascend_ops.SPEC_DECODE_OPS, ascend_ops.SAMPLING_OPS)
+              ascend_ops.LINEAR_OPS, ascend_ops.SPEC_DECODE_OPS, ascend_ops.SAMPLING_OPS,
+              ascend_ops.MULTIMODAL_OPS, ascend_ops.KV_BLOCK_OPS,
+              ascend_ops.SPARSE_ATTENTION_OPS)
     assert sorted(op for t in tuples for op in t) == sorted(every)
     assert ascend_ops.OPS[:2] == ("rms_norm", "add_rms_norm") and "swiglu" in ascend_ops.OPS
+    assert ascend_ops.SPARSE_ATTENTION_OPS == ("lightning_indexer", "sparse_flash_attention")
     assert ascend_ops.QUANT_OPS == ("quantize", "dynamic_quant", "quant_matmul",
                                     "grouped_quant_matmul")
+    assert ascend_ops.MULTIMODAL_OPS == ("encoder_attention", "mrope")
+    assert ascend_ops.KV_BLOCK_OPS == ("read_kv_blocks", "write_kv_blocks")
     for op in every:
         assert callable(getattr(ascend_ops, op)), op
 
@@ -120,7 +125,7 @@ def test_summary_gives_each_family_its_backend_and_reason(device_type, monkeypat
 def test_summary_names_why_kernels_are_unavailable(no_native):
     line = backends.summary("cpu")
     assert "UNAVAILABLE: activation" in line and "libgomp.so.1" in line
-    assert "reference: mla (no compiled CPU kernel for this family" in line
+    assert "reference: mla, sparse_attention (no compiled CPU kernel for this family" in line
 
 
 @pytest.mark.skipif(not ascend_ops.native_available(), reason="ascend_ops._C not built here")

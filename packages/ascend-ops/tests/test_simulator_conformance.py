@@ -114,6 +114,21 @@ def _mrope_rope_interleave(tnpu, dev):
     assert qo.shape == q.shape and ko.shape == k.shape
 
 
+def _vit_fia_unpaged_tnd(tnpu, dev):
+    # AscendMMEncoderAttention._run_vit_fia (vllm_ascend/ops/mm_encoder_attention.py@182b75e):
+    # Qwen2.5-VL vision heads (head dim 80 zero-padded to 128), packed TND q/k/v, no block table,
+    # sparse_mode 0 without a mask, both length lists cu_seqlens[1:] (cumulative)
+    t, n = 12, 16
+    q, k, v = (_randn(dev, t, n, 128, seed=s) for s in range(3))
+    ends = [5, 12]
+    out, _ = tnpu.npu_fused_infer_attention_score(
+        query=q, key=k, value=v, atten_mask=None, block_table=None, input_layout="TND",
+        block_size=128, actual_seq_lengths=ends, actual_seq_lengths_kv=ends,
+        num_key_value_heads=n, num_heads=n, scale=80 ** -0.5, sparse_mode=0,
+        pre_tokens=2147483647, next_tokens=2147483647)
+    assert out.shape == q.shape and out.dtype == q.dtype
+
+
 def _mrope_mrope(tnpu, dev):
     t, hs = 3, 128
     positions = torch.tensor([[0, 1, 2], [0, 1, 1], [0, 2, 2]], dtype=torch.int64, device=dev)
@@ -406,6 +421,27 @@ def _quantize(tnpu, dev):
     assert out.shape == (5, k) and out.dtype == torch.int8
 
 
+# ---------------------------------------------------------------- DeepSeek-V3.2 sparse attention
+
+def _lightning_indexer(tnpu, dev):
+    # BaseDeviceAdaptor.indexer_select_post_process (device_op.py@182b75e:495-507; sfa_v1.py@182b75e:
+    # 1203-1269, 361-368): TND q_li [T, 64, 128], PA_BSND indexer key cache of 128-token blocks,
+    # weights [T, 64] in the activation dtype, int32 cumulative query ends / key lengths and block
+    # table, sparse_count 2048, sparse_mode 3; the indices read back are logical positions
+    t, n = 3, 64
+    idx, _values = tnpu.npu_lightning_indexer(
+        query=_randn(dev, t, n, 128), key=_randn(dev, 4, 128, 1, 128, seed=1), weights=_randn(dev, t, n, seed=2),
+        actual_seq_lengths_query=torch.tensor([1, 3], dtype=torch.int32, device=dev),
+        actual_seq_lengths_key=torch.tensor([130, 200], dtype=torch.int32, device=dev),
+        block_table=torch.tensor([[0, 1], [2, 3]], dtype=torch.int32, device=dev),
+        layout_query="TND", layout_key="PA_BSND", sparse_count=2048, sparse_mode=3)
+    assert idx.shape == (t, 1, 2048) and idx.dtype == torch.int32
+    idx = idx.cpu()
+    for row, visible in ((0, 130), (1, 199), (2, 200)):  # causal: kv_len - q_len + i + 1 keys
+        assert sorted(idx[row, 0, :visible].tolist()) == list(range(visible))
+        assert (idx[row, 0, visible:] == -1).all()
+
+
 PATTERNS = [
     Pattern("rms_norm", "npu_rms_norm", A2_A3, f"{VA} vllm_ascend/ops/layernorm.py@182b75e:81", _rms_norm),
     Pattern("add_rms_norm", "npu_add_rms_norm", A2_A3, f"{VA} vllm_ascend/ops/layernorm.py@182b75e:70-79",
@@ -417,6 +453,9 @@ PATTERNS = [
             _mrope_rope),
     Pattern("mrope_mrope_mode_16_24_24", "npu_mrope", A2_A3,
             f"{VA} vllm_ascend/ops/rotary_embedding.py@182b75e:497-534", _mrope_mrope),
+    Pattern("vit_fia_unpaged_tnd", "npu_fused_infer_attention_score", A2_A3,
+            f"{VA} vllm_ascend/ops/mm_encoder_attention.py@182b75e (_run_vit_fia, _maybe_pad_qkv)",
+            _vit_fia_unpaged_tnd),
     Pattern("mrope_rope_mode_interleave_fp16", "npu_mrope", ("A2",),
             f"{OP} test/test_custom_ops/test_npu_mrope.py@517f2e7 (test_npu_mrope_rope, Ascend910B)",
             _mrope_rope_interleave),
@@ -488,6 +527,9 @@ PATTERNS = [
             _quant_matmul_static(torch.float16)),
     Pattern("quantize_positional", "npu_quantize", A2_A3,
             f"{VA} vllm_ascend/ops/register_custom_ops.py@182b75e:138-146", _quantize),
+    Pattern("lightning_indexer_tnd_pa_bsnd", "npu_lightning_indexer", A2_A3,
+            f"{VA} vllm_ascend/device/device_op.py@182b75e:495-507 (glm_moe_dsa on BaseDeviceAdaptor)",
+            _lightning_indexer),
 ]
 
 
@@ -526,6 +568,27 @@ def _reshape_and_cache_int64_slots(tnpu, dev):
                                 value_cache=kc.clone(), slot_indices=torch.tensor([0, 1], device=dev))
 
 
+def _sfa_default_attention_mode(tnpu, dev):
+    # the schema's default attention_mode=0 (torch-npu 2.13.0 npu_native_functions_by_codegen.yaml)
+    t, n = 2, 4
+    kv = _randn(dev, 2, 16, 1, 512, seed=1)
+    tnpu.npu_sparse_flash_attention(
+        _randn(dev, t, n, 512), kv, kv, torch.zeros(t, 1, 4, dtype=torch.int32, device=dev), 0.1,
+        block_table=torch.tensor([[0, 1]], dtype=torch.int32, device=dev),
+        actual_seq_lengths_query=torch.tensor([t], dtype=torch.int32, device=dev),
+        actual_seq_lengths_kv=torch.tensor([20], dtype=torch.int32, device=dev),
+        query_rope=_randn(dev, t, n, 64, seed=2), key_rope=_randn(dev, 2, 16, 1, 64, seed=3),
+        layout_query="TND", layout_kv="PA_BSND")
+
+
+def _indexer_128_heads(tnpu, dev):
+    tnpu.npu_lightning_indexer(
+        _randn(dev, 1, 128, 128), _randn(dev, 1, 16, 1, 128, seed=1), _randn(dev, 1, 128, seed=2),
+        actual_seq_lengths_query=torch.tensor([1], dtype=torch.int32, device=dev),
+        actual_seq_lengths_key=torch.tensor([5], dtype=torch.int32, device=dev),
+        block_table=torch.zeros(1, 1, dtype=torch.int32, device=dev), layout_query="TND", layout_key="PA_BSND")
+
+
 _FIA_MD = "Ascend/op-plugin@517f2e7 docs/zh/custom_APIs/torch_npu/torch_npu-npu_fused_infer_attention_score.md"
 _MROPE_SRC = "Ascend/op-plugin@517f2e7 op_plugin/ops/opapi/RopeWithSinCosCacheKernelNpuOpApi.cpp:20-26"
 
@@ -551,6 +614,13 @@ REFUSALS = [
             f"{_FIA_MD}:406-409 (modes 2/3/4 need the 2048x2048 mask)", _fia_sparse3_without_mask, "2048"),
     Refusal("reshape_and_cache_int64_slots", "_npu_reshape_and_cache", "A3",
             "CANN ATB ReshapeAndCacheOperation (slotMapping int32)", _reshape_and_cache_int64_slots, "int32"),
+    Refusal("sparse_flash_attention_default_attention_mode", "npu_sparse_flash_attention", "A3",
+            "Ascend/op-plugin@517f2e7 torch_npu-npu_sparse_flash_attention.md (attention_mode: only 2); "
+            "vllm-ascend@182b75e csrc/attention/sparse_flash_attention/op_host/sparse_flash_attention_tiling.cpp:795",
+            _sfa_default_attention_mode, "attention_mode must be 2"),
+    Refusal("lightning_indexer_128_query_heads", "npu_lightning_indexer", "A2",
+            "Ascend/op-plugin@517f2e7 torch_npu-npu_lightning_indexer.md (A2/A3: query N <= 64)",
+            _indexer_128_heads, "must be <= 64"),
 ]
 
 

@@ -19,6 +19,8 @@ from ascend_ops._dispatch import (
 from ascend_ops.families import listed
 from ascend_ops.ops.activation import silu_and_mul, swiglu
 from ascend_ops.ops.attention import fused_infer_attention, fused_infer_attention_workspace
+from ascend_ops.ops.encoder_attention import encoder_attention
+from ascend_ops.ops.kv_blocks import read_kv_blocks, write_kv_blocks
 from ascend_ops.ops.kv_cache import reshape_and_cache
 from ascend_ops.ops.linear import linear, pack_linear_weight, release_linear_weight
 from ascend_ops.ops.lora import lora_expand, lora_linear, lora_shrink, sgmv_expand, sgmv_shrink
@@ -38,11 +40,13 @@ from ascend_ops.ops.moe import (
     pack_grouped_matmul_weight,
     release_grouped_matmul_weight,
 )
+from ascend_ops.ops.mrope import mrope
 from ascend_ops.ops.norm import add_rms_norm, rms_norm
 from ascend_ops.ops.quant import dynamic_quant, quant_matmul, quantize
 from ascend_ops.ops.quant_moe import grouped_quant_matmul
 from ascend_ops.ops.rotary import rotary_embedding
 from ascend_ops.ops.sampling import greedy_argmax
+from ascend_ops.ops.sparse_attention import lightning_indexer, sparse_flash_attention
 from ascend_ops.ops.spec_decode import rejection_sample, sample_recovered_tokens
 
 __version__ = "0.2.0"
@@ -53,6 +57,9 @@ OPS = listed("OPS")
 
 #: the MLA ops (ascend_ops.ops.mla), listed apart from OPS
 MLA_OPS = listed("MLA_OPS")
+
+#: the DeepSeek-V3.2 sparse-attention ops (ascend_ops.ops.sparse_attention), listed apart from OPS
+SPARSE_ATTENTION_OPS = listed("SPARSE_ATTENTION_OPS")
 
 #: the LoRA (Punica) ops (ascend_ops.ops.lora), listed apart from OPS
 LORA_OPS = listed("LORA_OPS")
@@ -69,13 +76,22 @@ SPEC_DECODE_OPS = listed("SPEC_DECODE_OPS")
 #: the greedy-sampling op (ascend_ops.ops.sampling), listed apart from OPS
 SAMPLING_OPS = listed("SAMPLING_OPS")
 
+#: the multimodal ops (ascend_ops.ops.encoder_attention, ops.mrope), listed apart from OPS
+MULTIMODAL_OPS = listed("MULTIMODAL_OPS")
+
+#: block-level KV access for KV connectors / offloading (ascend_ops.ops.kv_blocks)
+KV_BLOCK_OPS = listed("KV_BLOCK_OPS")
+
 __all__ = [
     "BACKENDS",
+    "KV_BLOCK_OPS",
     "LINEAR_OPS",
     "LORA_OPS",
     "MLA_OPS",
+    "MULTIMODAL_OPS",
     "QUANT_OPS",
     "SAMPLING_OPS",
+    "SPARSE_ATTENTION_OPS",
     "SPEC_DECODE_OPS",
     "OPS",
     "pack_grouped_matmul_weight",
@@ -86,6 +102,7 @@ __all__ = [
     "call_counts",
     "device",
     "dynamic_quant",
+    "encoder_attention",
     "forced_backend",
     "fused_infer_attention",
     "fused_infer_attention_workspace",
@@ -93,6 +110,7 @@ __all__ = [
     "grouped_matmul",
     "grouped_matmul_swiglu",
     "grouped_quant_matmul",
+    "lightning_indexer",
     "linear",
     "lora_expand",
     "lora_linear",
@@ -105,9 +123,11 @@ __all__ = [
     "moe_finalize_routing",
     "moe_gating_top_k",
     "moe_init_routing",
+    "mrope",
     "native_available",
     "quant_matmul",
     "quantize",
+    "read_kv_blocks",
     "reference",
     "rejection_sample",
     "reset_call_counts",
@@ -117,7 +137,9 @@ __all__ = [
     "sample_recovered_tokens",
     "sgmv_expand",
     "sgmv_shrink",
+    "sparse_flash_attention",
     "silu_and_mul",
     "swiglu",
     "use_backend",
+    "write_kv_blocks",
 ]

@@ -20,21 +20,29 @@ from types import MappingProxyType, ModuleType
 import torch
 
 from ascend_ops._dispatch import count, select_backend
+from ascend_ops.native import encoder_attention as native_encoder_attention
+from ascend_ops.native import kv_blocks as native_kv_blocks
 from ascend_ops.native import layers as native_layers
 from ascend_ops.native import linear as native_linear
 from ascend_ops.native import lora as native_lora
 from ascend_ops.native import mla as native_mla
 from ascend_ops.native import moe as native_moe
+from ascend_ops.native import mrope as native_mrope
 from ascend_ops.native import quant as native_quant
 from ascend_ops.native import quant_moe as native_quant_moe
+from ascend_ops.native import sparse_attention as native_sparse_attention
 from ascend_ops.native import spec_decode as native_spec_decode
+from ascend_ops.npu import encoder_attention as npu_encoder_attention
+from ascend_ops.npu import kv_blocks as npu_kv_blocks
 from ascend_ops.npu import layers as npu_layers
 from ascend_ops.npu import linear as npu_linear
 from ascend_ops.npu import lora as npu_lora
 from ascend_ops.npu import mla as npu_mla
 from ascend_ops.npu import moe as npu_moe
+from ascend_ops.npu import mrope as npu_mrope
 from ascend_ops.npu import quant as npu_quant
 from ascend_ops.npu import quant_moe as npu_quant_moe
+from ascend_ops.npu import sparse_attention as npu_sparse_attention
 from ascend_ops.npu import spec_decode as npu_spec_decode
 from ascend_ops.reference import backend as reference_backend
 
@@ -87,6 +95,8 @@ FAMILIES: Mapping[str, Family] = MappingProxyType({f.name: f for f in (
                     "grouped_matmul", "grouped_matmul_swiglu"), "OPS", True, npu_moe, native_moe),
     _family("mla", ("mla_decode", "mla_prefill", "mla_gather_context"), "MLA_OPS", False, npu_mla,
             native_mla),
+    _family("sparse_attention", ("lightning_indexer", "sparse_flash_attention"),
+            "SPARSE_ATTENTION_OPS", False, npu_sparse_attention, native_sparse_attention),
     _family("lora", ("lora_shrink", "lora_expand", "lora_linear", "sgmv_shrink", "sgmv_expand"),
             "LORA_OPS", True, npu_lora, native_lora),
     _family("quant", ("quantize", "dynamic_quant", "quant_matmul"), "QUANT_OPS", True, npu_quant,
@@ -97,6 +107,11 @@ FAMILIES: Mapping[str, Family] = MappingProxyType({f.name: f for f in (
     _family("spec_decode", ("rejection_sample", "sample_recovered_tokens"), "SPEC_DECODE_OPS", True,
             npu_spec_decode, native_spec_decode),
     _family("sampling", ("greedy_argmax",), "SAMPLING_OPS", True, npu_layers, native_layers),
+    _family("encoder_attention", ("encoder_attention",), "MULTIMODAL_OPS", True,
+            npu_encoder_attention, native_encoder_attention),
+    _family("mrope", ("mrope",), "MULTIMODAL_OPS", True, npu_mrope, native_mrope),
+    _family("kv_blocks", ("read_kv_blocks", "write_kv_blocks"), "KV_BLOCK_OPS", True,
+            npu_kv_blocks, native_kv_blocks),
 )})
 
 

@@ -14,19 +14,27 @@ from __future__ import annotations
 import torch
 
 from ascend_ops.checks import attention as attention_checks
+from ascend_ops.checks import encoder_attention as encoder_checks
+from ascend_ops.checks import kv_blocks as kv_block_checks
 from ascend_ops.checks import kv_cache as kv_cache_checks
 from ascend_ops.checks import layers as layer_checks
+from ascend_ops.checks import mrope as mrope_checks
+from ascend_ops.checks import sparse_attention as sparse_checks
 from ascend_ops.checks import spec_decode as spec_checks
 from ascend_ops.reference import attention as _attention
+from ascend_ops.reference import kv_blocks as _kv_blocks
 from ascend_ops.reference import kv_cache as _kv_cache
 from ascend_ops.reference import kv_quant, paged
 from ascend_ops.reference import mla as _mla
 from ascend_ops.reference import moe as _moe
 from ascend_ops.reference import rotary as _rotary
+from ascend_ops.reference import sparse_attention as _sparse
 from ascend_ops.reference import spec_decode as _spec
 from ascend_ops.reference.activation import swiglu
+from ascend_ops.reference.encoder_attention import encoder_attention as _encoder_attention
 from ascend_ops.reference.linear import linear as _linear
 from ascend_ops.reference.lora import lora_expand, lora_linear, lora_shrink, sgmv_expand, sgmv_shrink
+from ascend_ops.reference.mrope import mrope as _mrope
 from ascend_ops.reference.norm import add_rms_norm, rms_norm
 from ascend_ops.reference.quant import dynamic_quant, quant_matmul, quantize
 from ascend_ops.reference.quant_moe import grouped_quant_matmul
@@ -41,6 +49,28 @@ mla_gather_context = paged.gather_context
 def rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox):
     layer_checks.rotary_values(positions, cos_sin_cache)
     return _rotary.rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox)
+
+
+def mrope(positions, query, key, head_size, cos_sin_cache, mrope_section, interleaved, is_neox):
+    mrope_checks.mrope_values(positions, cos_sin_cache)
+    return _mrope(positions, query, key, head_size, cos_sin_cache, mrope_section, interleaved,
+                  is_neox)
+
+
+def encoder_attention(query, key, value, cu_seqlens, scale, ends):
+    """The per-sequence softmax over the host ends, ``cu_seqlens`` checked against them."""
+    encoder_checks.cu_seqlens_values(cu_seqlens, ends)
+    return _encoder_attention(query, key, value, ends, scale)
+
+
+def read_kv_blocks(key_cache, value_cache, block_ids):
+    kv_block_checks.block_values(block_ids, key_cache.shape[0], distinct=False)
+    return _kv_blocks.read_kv_blocks(key_cache, value_cache, block_ids)
+
+
+def write_kv_blocks(blocks, key_cache, value_cache, block_ids):
+    kv_block_checks.block_values(block_ids, key_cache.shape[0], distinct=True)
+    _kv_blocks.write_kv_blocks(blocks, key_cache, value_cache, block_ids)
 
 
 def reshape_and_cache(key, value, key_cache, value_cache, slot_mapping, k_scale=1.0, v_scale=1.0):
@@ -122,6 +152,27 @@ def mla_prefill(query, key, value, ends, kv_lens, scale, write=None, attend=None
     return _mla.mla_prefill(query, key, value, ends, kv_lens, scale)
 
 
+def lightning_indexer(query, key_cache, weights, block_table, actual_seq_lengths_query,
+                      actual_seq_lengths_key, sparse_count, causal):
+    """The reference top-k after the value checks of the lengths and block table."""
+    ends, kv_lens = sparse_checks.lengths_values(query.shape[0], key_cache, block_table,
+                                                 actual_seq_lengths_query, actual_seq_lengths_key,
+                                                 "actual_seq_lengths_key")
+    return _sparse.lightning_indexer(query, key_cache, weights, block_table, ends, kv_lens,
+                                     sparse_count, causal)
+
+
+def sparse_flash_attention(q_nope, q_pe, kv_c_cache, k_pe_cache, sparse_indices, block_table,
+                           actual_seq_lengths_query, actual_seq_lengths_kv, scale, causal):
+    """The reference sparse attention after the value checks of lengths, table and indices."""
+    ends, kv_lens = sparse_checks.lengths_values(q_nope.shape[0], kv_c_cache, block_table,
+                                                 actual_seq_lengths_query, actual_seq_lengths_kv,
+                                                 "actual_seq_lengths_kv")
+    sparse_checks.indices_values(sparse_indices)
+    return _sparse.sparse_flash_attention(q_nope, q_pe, kv_c_cache, k_pe_cache, sparse_indices,
+                                          block_table, ends, kv_lens, scale, causal)
+
+
 def sample_recovered_tokens(draft_token_ids, cu_num_draft_tokens, draft_probs, target_probs,
                             inv_q):
     spec_checks.layout(draft_token_ids, cu_num_draft_tokens, None, target_probs.shape[1])
@@ -140,12 +191,14 @@ def rejection_sample(draft_token_ids, cu_num_draft_tokens, target_argmax, target
 
 
 __all__ = [
-    "add_rms_norm", "dynamic_quant", "fused_infer_attention", "fused_infer_attention_workspace",
-    "greedy_argmax", "grouped_matmul", "grouped_matmul_swiglu", "grouped_quant_matmul", "linear",
-    "lora_expand", "lora_linear", "lora_shrink", "mla_decode", "mla_decode_heads",
+    "add_rms_norm", "dynamic_quant", "encoder_attention", "fused_infer_attention",
+    "fused_infer_attention_workspace", "greedy_argmax", "grouped_matmul", "grouped_matmul_swiglu",
+    "grouped_quant_matmul", "lightning_indexer", "linear", "lora_expand", "lora_linear",
+    "lora_shrink", "mla_decode", "mla_decode_heads",
     "mla_decode_out", "mla_decode_workspace", "mla_gather_context", "mla_prefill",
-    "moe_finalize_routing", "moe_gating_top_k", "moe_init_routing", "pack_grouped_matmul_weight",
-    "pack_linear_weight", "quant_matmul", "quantize", "rejection_sample", "reshape_and_cache",
+    "moe_finalize_routing", "moe_gating_top_k", "moe_init_routing", "mrope",
+    "pack_grouped_matmul_weight", "pack_linear_weight", "quant_matmul", "quantize",
+    "read_kv_blocks", "rejection_sample", "reshape_and_cache",
     "rms_norm", "rotary_embedding", "sample_recovered_tokens", "sgmv_expand", "sgmv_shrink",
-    "swiglu",
+    "sparse_flash_attention", "swiglu", "write_kv_blocks",
 ]

@@ -13,12 +13,16 @@ paged KV cache, written from the operator's documentation (``torch_npu/_op_plugi
 * paged KV (``block_table`` int32 [B, max_blocks], ``block_size``, ``actual_seq_lengths_kv`` =
   per-batch KV lengths) with caches [num_blocks, block_size, KV_N*D] or [num_blocks, KV_N,
   block_size, D]; GQA: query head h reads KV head h // (N / KV_N);
+* unpaged TND K/V (no ``block_table``; vllm-ascend's vision-encoder call,
+  vllm_ascend/ops/mm_encoder_attention.py@182b75e): key/value [T_kv, KV_N, D], batch b's keys
+  are rows ``actual_seq_lengths_kv[b-1]:actual_seq_lengths_kv[b]`` (cumulative ends);
 * MLA: ``query_rope`` (query's layout, rope dim) and ``key_rope`` (the cache layout) add
   q_rope . k_rope to the scores; ``value`` is whatever is passed (vllm-ascend's MLA decode passes
   the latent "nope" cache as both key and value);
 * ``sparse_mode`` 3 with the 2048x2048 mask = causal aligned bottom-right (query i of a request
   with q_len queries and kv_len keys sees keys j <= kv_len - q_len + i); ``sparse_mode`` 0 without
-  a mask = no masking. Other masks, unpaged KV and quantization are not modelled.
+  a mask = no masking (pre_tokens / next_tokens unused). Other masks, unpaged KV in other
+  layouts and quantization are not modelled.
 
 Math in float32; the output has query's dtype and the output layout with the value head dim
 D_v (op-plugin ...OpApi.cpp@517f2e7:209-280, infer_attention_out_shape): BSND [B, S, N, D_v],
@@ -78,9 +82,9 @@ def attention(query, key, value, **kw):
         if kw.get(name) is not None:
             raise NotImplementedError(f"{name} is not modelled by the simulator")
     bt = kw["block_table"]
-    if bt is None:
-        raise NotImplementedError("only paged KV (block_table) is modelled")
     layout, n, scale = kw["input_layout"], kw["num_heads"], kw["scale"]
+    if bt is None and FIA_LAYOUT_SPLIT[layout][0] != "TND":
+        raise NotImplementedError("unpaged KV (no block_table) is modelled for TND only")
     nkv = kw["num_key_value_heads"] or n
     bs = kw["block_size"]
     mode, mask = kw["sparse_mode"], kw["atten_mask"]
@@ -94,17 +98,29 @@ def attention(query, key, value, **kw):
     qsegs = _query_segments(query, layout, n, kw["actual_seq_lengths"])
     qr, kr = kw["query_rope"], kw["key_rope"]
     rsegs = _query_segments(qr, layout, n, kw["actual_seq_lengths"]) if qr is not None else None
-    kc = _cache_tokens(key, nkv, bs)
-    vc = _cache_tokens(value, nkv, bs)
-    krc = _cache_tokens(kr, nkv, bs) if kr is not None else None
-    kv_lens = _per_batch(kw["actual_seq_lengths_kv"], len(qsegs), 0)
     group = n // nkv
+    if bt is None:
+        # unpaged TND K/V [T_kv, KV_N, D]: actual_seq_lengths_kv are cumulative ends, as the
+        # query's ([PLUGIN] actual_seq_lengths_kv: 在非PA场景下, 第b个值表示前b个Batch的S轴累加长度)
+        kv_ends = [int(x) for x in kw["actual_seq_lengths_kv"]]
+        kv_starts = [0, *kv_ends[:-1]]
+        kv_lens = [e - s0 for s0, e in zip(kv_starts, kv_ends, strict=True)]
+        vc, krc = value, None
+    else:
+        kc = _cache_tokens(key, nkv, bs)
+        vc = _cache_tokens(value, nkv, bs)
+        krc = _cache_tokens(kr, nkv, bs) if kr is not None else None
+        kv_lens = _per_batch(kw["actual_seq_lengths_kv"], len(qsegs), 0)
     outs, lses = [], []
     for b, qb in enumerate(qsegs):
         ql, kl = qb.shape[0], kv_lens[b]
-        ids = bt[b, : -(-kl // bs)].long()
-        kb = kc[ids].reshape(-1, nkv, kc.shape[-1])[:kl].float().repeat_interleave(group, 1)
-        vb = vc[ids].reshape(-1, nkv, vc.shape[-1])[:kl].float().repeat_interleave(group, 1)
+        if bt is None:
+            kb = key[kv_starts[b]: kv_ends[b]].float().repeat_interleave(group, 1)
+            vb = value[kv_starts[b]: kv_ends[b]].float().repeat_interleave(group, 1)
+        else:
+            ids = bt[b, : -(-kl // bs)].long()
+            kb = kc[ids].reshape(-1, nkv, kc.shape[-1])[:kl].float().repeat_interleave(group, 1)
+            vb = vc[ids].reshape(-1, nkv, vc.shape[-1])[:kl].float().repeat_interleave(group, 1)
         s = torch.einsum("qhd,khd->hqk", qb.float(), kb)
         if rsegs is not None and krc is not None:  # both present exactly when rope keys are
             krb = krc[ids].reshape(-1, nkv, krc.shape[-1])[:kl].float().repeat_interleave(group, 1)

@@ -16,6 +16,9 @@ Sources:
   halves each rotated that way, "and so on"; head_size means adjacent pairs.
 * [MROPE-DOC] op-plugin ``docs/zh/custom_APIs/torch_npu/torch_npu-npu_mrope.md`` @ 517f2e7
   (last changed abe5265d): the RoPE / MRoPE formulas of ``npu_mrope``.
+* [MROPE-INTERLEAVE] the same page @ 09fca6f (计算公式, ``cache_mode``为``interleave``): the
+  interleaved MRoPE split (Qwen3-VL's layout, vllm/model_executor/layers/rotary_embedding/
+  mrope.py ``apply_interleaved_rope``).
 """
 
 from __future__ import annotations
@@ -100,19 +103,35 @@ def _npu_rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_ne
     key.copy_(_atb_rope(key, cos, sin, coeff))
 
 
+def _interleave(part: torch.Tensor, mrope_section) -> torch.Tensor:
+    """[MROPE-INTERLEAVE] cache_mode='interleave': start from row set 0, then frequencies
+    1, 4, ... below mropeSection[1] * 3 from row set 1 and 2, 5, ... below mropeSection[1] * 3
+    from row set 2 (the document bounds both with mropeSection[1]; vLLM's
+    apply_interleaved_rope bounds the width ones with mrope_section[2], equal in every
+    documented 3-section list)."""
+    out = part[0].clone()
+    bound = int(mrope_section[1]) * 3
+    out[..., 1:bound:3] = part[1, ..., 1:bound:3]
+    out[..., 2:bound:3] = part[2, ..., 2:bound:3]
+    return out
+
+
 def _mrope_cos_sin(positions, cos_sin_cache, mrope_section, cache_mode):
     """[MROPE-DOC] cos/sin [T, rotary_dim/2]: RoPE mode (1-D positions) takes the cache rows
     (cache_mode ignored, as op-plugin's test_npu_mrope.py golden does);
     MRoPE mode (positions [m, T]) takes section i of cos/sin from row set i (cache_mode
-    'default'; the 3- and 4-section formulas are the same contiguous split)."""
+    'default'; the 3- and 4-section formulas are the same contiguous split), or interleaves
+    the three row sets (cache_mode 'interleave', [MROPE-INTERLEAVE])."""
     table = cos_sin_cache.float()
     if positions.dim() == 1:
         return table.index_select(0, positions.long()).chunk(2, -1)
-    if cache_mode != "default":
-        raise NotImplementedError("cache_mode='interleave' (MRoPE with interleaved sections)")
     m, t = positions.shape
     rows = table.index_select(0, positions.reshape(-1).long()).view(m, t, -1)
     cos, sin = rows.chunk(2, -1)
+    if cache_mode == "interleave":
+        if m != 3:
+            raise NotImplementedError("cache_mode='interleave' with other than 3 sections")
+        return _interleave(cos, mrope_section), _interleave(sin, mrope_section)
     bounds = [0]
     for size in mrope_section:
         bounds.append(bounds[-1] + int(size))

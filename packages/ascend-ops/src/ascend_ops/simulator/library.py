@@ -33,11 +33,12 @@ from ascend_ops.simulator.kernels_lora import LORA_KERNELS
 from ascend_ops.simulator.kernels_moe import MOE_KERNELS
 from ascend_ops.simulator.kernels_quant import QUANT_KERNELS
 from ascend_ops.simulator.kernels_rope import ROPE_KERNELS, reset_atb_rope_tables
+from ascend_ops.simulator.kernels_sparse import SPARSE_KERNELS
 from ascend_ops.simulator.ledger import LEDGER, record_call
 from ascend_ops.simulator.schemas import TORCH_NPU_VERSION, Schemas
 
 ALL_KERNELS = {**KERNELS, **ATTENTION_KERNELS, **MOE_KERNELS, **LORA_KERNELS, **QUANT_KERNELS,
-               **ROPE_KERNELS}
+               **ROPE_KERNELS, **SPARSE_KERNELS}
 _libs: dict[str, torch.library.Library] = {}
 _defined: set[str] = set()
 _lock = threading.Lock()

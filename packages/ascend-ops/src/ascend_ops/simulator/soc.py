@@ -75,6 +75,10 @@ AVAILABLE: dict[str, tuple[frozenset, str]] = {
     "npu_fused_infer_attention_score": (_A2_A3, f"{_OPD.format('npu_fused_infer_attention_score')}: A3, A2"),
     "_npu_fused_infer_attention_score_get_max_workspace": (
         _A2_A3, f"as npu_fused_infer_attention_score ({_OPD.format('npu_fused_infer_attention_score')})"),
+    "npu_lightning_indexer": (_A2_A3, f"{_OPD.format('npu_lightning_indexer')}: Ascend 950, A2, A3 "
+                              f"推理系列; {_VA.format('vllm_ascend/device/device_op.py')}"),
+    "npu_sparse_flash_attention": (_A2_A3, f"{_OPD.format('npu_sparse_flash_attention')}: Ascend 950, "
+                                   "A2, A3 推理系列"),
 }
 # No product list in either document; vllm-ascend calls them on A2/A3 and (npu_rms_norm) in its
 # 310P path (vllm_ascend/_310p/ops/layernorm.py)

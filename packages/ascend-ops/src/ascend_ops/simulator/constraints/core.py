@@ -47,7 +47,11 @@ NOT_ENFORCED = {
         "Q_S = 1 rule (multiple of 16, <= 512) is enforced for every query length, matching the "
         "platform's block-size check; int8/int4 quantized inputs are not modelled (refused). "
         "MLA: [PLUGIN]'s 'query S 1-16' (the .md [FIA-MD] drops it) and [FIA-MD]'s D=512 block_size "
-        "'multiple of 16, <= 1024' (the general <= 512 rule is kept)."
+        "'multiple of 16, <= 1024' (the general <= 512 rule is kept). Unpaged TND: [PLUGIN]'s "
+        "'TND场景下query、key、value输入的综合限制' (N 8/16/32/64/128, Q_D = K_D = 192, bfloat16 "
+        "only): vllm-ascend's vision-encoder attention runs unpaged TND with head dim 128 (80 and "
+        "72 padded) in the model's dtype on A2/A3 (vllm_ascend/ops/mm_encoder_attention.py@182b75e), "
+        "so that paragraph describes another kernel path; the general rules apply."
     ),
 }
 
@@ -171,6 +175,28 @@ def fused_infer_attention(a: dict, op="npu_fused_infer_attention_score") -> None
     elif qr is not None:
         # [PLUGIN] query_rope 约束 (sparse不为4): 必须开启PageAttention.
         raise SimulatedNpuError(f"{op}: query_rope/key_rope (MLA) need page attention (block_table)")
+    elif qlay == "TND":
+        _unpaged_tnd(a, op, q, k, v, nkv)
+
+
+def _unpaged_tnd(a, op, q, k, v, nkv) -> None:
+    """TND query with packed (unpaged) key/value [T_kv, KV_N, D]: vllm-ascend's vision-encoder
+    call (vllm_ascend/ops/mm_encoder_attention.py@182b75e)."""
+    # [PLUGIN] 参数key、value中对应tensor的shape需要完全一致.
+    _need(k.dim() == 3 and tuple(k.shape) == tuple(v.shape), op,
+          f"unpaged TND key and value must be 3-D [T_kv, KV_N, D] of one shape, got "
+          f"{tuple(k.shape)} / {tuple(v.shape)}")
+    _need(k.shape[1] == nkv, op, f"num_key_value_heads={nkv} must equal key's N axis ({k.shape[1]})")
+    _need(k.shape[2] == q.shape[2], op, f"key head dim {k.shape[2]} must equal query's {q.shape[2]}")
+    kv = a["actual_seq_lengths_kv"]
+    # [PLUGIN] actual_seq_lengths_kv: 当input_layout为TND时, 该入参必须传入, 在非PA场景下, 第b个值
+    # 表示前b个Batch的S轴累加长度, 其值应递增排列, 且该入参元素的数量代表总Batch数.
+    _need(kv is not None and len(kv) == len(a["actual_seq_lengths"] or []), op,
+          "unpaged TND needs actual_seq_lengths_kv with one cumulative end per batch "
+          "(as many entries as actual_seq_lengths)")
+    _need(all(x >= 0 for x in kv) and all(b >= a_ for a_, b in zip(kv, kv[1:], strict=False)), op,
+          "actual_seq_lengths_kv must be non-negative and non-decreasing (cumulative key ends)")
+    _need(kv[-1] <= k.shape[0], op, f"actual_seq_lengths_kv[-1] ({kv[-1]}) exceeds key's T ({k.shape[0]})")
 
 
 #: query head counts FIA's MLA path (query_rope/key_rope, D = 512) accepts

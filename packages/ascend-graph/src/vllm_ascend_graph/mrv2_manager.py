@@ -146,7 +146,7 @@ class _AclCaptureLoop(CudaGraphManager):
     _capturing: BatchExecutionDescriptor | None = None
 
     @torch.inference_mode()
-    def capture(  # type: ignore[override]
+    def capture(
         self,
         create_forward_fn: Any,
         progress_bar_desc: str = "Capturing ACL graphs",
@@ -206,7 +206,7 @@ def _side_stream(stream: Any = None) -> Iterator[Any]:
         yield side
 
 
-class ACLGraphManager(ModelCudaGraphManager, _AclCaptureLoop):  # type: ignore[misc]
+class ACLGraphManager(ModelCudaGraphManager, _AclCaptureLoop):
     """``ModelCudaGraphManager`` whose FULL graphs are ACL graphs with per-replay attention
     parameter updates (module docstring). Same constructor as vLLM's; the runner builds it in
     place of ``ModelCudaGraphManager`` (``vllm_ascend_platform.worker.mrv2_graphs``).
@@ -223,7 +223,7 @@ class ACLGraphManager(ModelCudaGraphManager, _AclCaptureLoop):  # type: ignore[m
         self.step_attention: StepAttention | None = None
         self._replays: dict[BatchExecutionDescriptor, _Captured] = {}
 
-    def capture(self, model: nn.Module, model_state: Any, *args: Any,  # type: ignore[override]
+    def capture(self, model: nn.Module, model_state: Any, *args: Any,
                 **kwargs: Any) -> None:
         """``ModelCudaGraphManager.capture`` (same arguments) through the ACL capture loop."""
         self.step_attention = StepAttention.install(model_state)
@@ -242,7 +242,7 @@ class ACLGraphManager(ModelCudaGraphManager, _AclCaptureLoop):  # type: ignore[m
         assert wrapper is not None
         ctx = get_forward_context()
         saved = ctx.cudagraph_runtime_mode, ctx.batch_descriptor
-        ctx.cudagraph_runtime_mode, ctx.batch_descriptor = CUDAGraphMode.FULL, desc  # type: ignore[assignment]
+        ctx.cudagraph_runtime_mode, ctx.batch_descriptor = CUDAGraphMode.FULL, desc
         try:
             output = wrapper(**model_inputs)
         finally:
@@ -278,7 +278,7 @@ class ACLGraphManager(ModelCudaGraphManager, _AclCaptureLoop):  # type: ignore[m
             metadata, self.vllm_config, num_tokens=desc.num_tokens,
             num_tokens_across_dp=captured.num_tokens_across_dp,
             cudagraph_runtime_mode=CUDAGraphMode.FULL,
-            batch_descriptor=desc,  # type: ignore[arg-type]
+            batch_descriptor=desc,
             slot_mapping=captured.slot_mapping, is_padding=captured.is_padding,
         ):
             return wrapper(**captured.model_inputs)

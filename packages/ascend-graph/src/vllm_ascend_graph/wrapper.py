@@ -37,8 +37,8 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 import torch
-from vllm.compilation.counter import compilation_counter
 from vllm.compilation import monitor as _monitor
+from vllm.compilation.counter import compilation_counter
 from vllm.config import CUDAGraphMode
 from vllm.forward_context import get_forward_context, is_forward_context_available
 from vllm.logger import init_logger

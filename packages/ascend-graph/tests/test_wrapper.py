@@ -117,6 +117,12 @@ def test_clear_all_graphs_recaptures():
     assert w.entries == {}
 
 
+@pytest.mark.skipif(
+    not hasattr(__import__("vllm.compilation.monitor", fromlist=["x"]),
+                "set_cudagraph_capturing_enabled"),
+    reason="vLLM 0.34 removed the capture guard (vllm/compilation/monitor.py: "
+           "validate_cudagraph_capturing_enabled / set_cudagraph_capturing_enabled) with no "
+           "replacement; the wrapper only honours it where it exists")
 def test_capture_refused_when_vllm_disables_capturing():
     from vllm.compilation import monitor
 

@@ -15,8 +15,16 @@ from types import SimpleNamespace
 
 import pytest
 from vllm.config import CompilationMode
-from vllm.v1.worker.gpu_model_runner import GPUModelRunner
-from vllm_ascend_platform.worker import model_runner as mr
+from vllm_ascend_platform.startup.version_check import uses_model_runner_v2
+
+if uses_model_runner_v2():
+    pytest.skip(
+        "V1 only: the short profiling pass is NPUModelRunner's (vllm/v1/worker/gpu_model_runner.py, "
+        "deleted in vLLM 0.34); NPUModelRunnerV2 runs vLLM's full-size profile_run in every mode "
+        "(not ported yet: docs/model-runner-v2.md)", allow_module_level=True)
+
+from vllm.v1.worker.gpu_model_runner import GPUModelRunner  # noqa: E402
+from vllm_ascend_platform.worker import model_runner as mr  # noqa: E402
 
 
 @pytest.fixture

@@ -38,6 +38,7 @@ LAYER: dict = {
         "pass_manager": PASS_MANAGER_CLS,
         "graph_param_hook_register": "vllm_ascend_graph.params.register_param_update_hook",
         "graph_param_hook_unregister": "vllm_ascend_graph.params.unregister_param_update_hook",
+        "mrv2_graph_manager": "vllm_ascend_graph.mrv2_manager.ACLGraphManager",
     },
     "options": {
         "section": "ascend_compilation_config",

@@ -31,10 +31,20 @@ class AscendCompiler(CompilerInterface):
 
     name = "ascend"
 
-    def compute_hash(self, vllm_config: Any) -> str:
+    def compile_factors(self, vllm_config: Any) -> dict[str, object]:
+        """This backend's part of vLLM's compilation cache key (vLLM 0.34:
+        ``CompilerInterface.compile_factors``, ``vllm/compilation/compiler_interface.py``):
+        ``{"ascend": <this layer's options section as a JSON-able dict>}``."""
         from vllm_ascend_graph.options import graph_options
 
-        return str(hash(graph_options(vllm_config)))
+        return {"ascend": graph_options(vllm_config).model_dump(mode="json")}
+
+    if hasattr(CompilerInterface, "compute_hash"):  # vLLM 0.33; 0.34 refuses a class defining it
+        def compute_hash(self, vllm_config: Any) -> str:
+            """vLLM 0.33's cache-key hook (``CompilerInterface.compute_hash``)."""
+            from vllm_ascend_graph.options import graph_options
+
+            return str(hash(graph_options(vllm_config)))
 
     def compile(
         self,

@@ -248,6 +248,18 @@ _declare(Patch(
     apply=_call("vllm_ascend_platform.host.mrv2_kernels.triton_gate_open"),
     scope="scoped", when="around NPUWorker construction on vLLM 0.34 in the host modes",
 ))
+_declare(Patch(
+    name="mrv2-graph-manager",
+    target="vllm.v1.worker.gpu.model_runner:ModelCudaGraphManager",
+    vllm_versions=VLLM_034,
+    why="Model Runner V2 builds its FULL-graph manager by this module-level name with "
+        "torch.cuda graphs and no attention-parameter update before a replay; with a graph "
+        "mode on, the runner builds the graph layer's ACL graph manager instead "
+        "(worker/mrv2_graphs.py, docs/model-runner-v2.md)",
+    check=_call("vllm_ascend_platform.worker.mrv2_graphs.is_vllm_graph_manager"),
+    apply=_call("vllm_ascend_platform.worker.mrv2_graphs.graph_manager_class"),
+    scope="scoped", when="around NPUModelRunnerV2.initialize_kv_cache with a graph mode on",
+))
 
 DECLARATIONS: tuple[Patch, ...] = tuple(_DECLARED)
 """Every patch the platform declares, in declaration order (the registry registers them all)."""

@@ -53,6 +53,8 @@ ROLES: dict[str, str] = {
     "graph_param_update_hook": "run before each FULL graph replay (wired to the graph layer)",
     "graph_param_hook_register": "(hook) -> None; adds a pre-replay hook",
     "graph_param_hook_unregister": "(hook) -> None; removes a pre-replay hook",
+    "mrv2_graph_manager": "the ModelCudaGraphManager subclass Model Runner V2 (vLLM 0.34) builds "
+                          "for graph modes (worker/mrv2_graphs.py)",
     "device_communicator": "Platform.get_device_communicator_cls",
     "stateless_process_group": "Platform.stateless_init_device_torch_dist_pg",
     "static_graph_wrapper": "Platform.get_static_graph_wrapper_cls",

@@ -16,7 +16,9 @@ What it does today: CPU emulation (``VLLM_ASCEND_EMULATE=1``) and the simulated 
 (``VLLM_ASCEND_SIMULATE_NPU=1``: our attention backends and ops on the simulated torch_npu,
 weights and KV cache accounted on the simulated device), eager, one KV-cache group; sampling
 and n-gram speculative decoding as docs/model-runner-v2.md lists.
-Not yet: graph modes, EAGLE/MTP, sleep mode, LoRA (docs/model-runner-v2.md lists each).
+Graph modes (PIECEWISE, FULL, FULL_DECODE_ONLY, FULL_AND_PIECEWISE) through the graph layer's
+ACL graph manager (``worker/mrv2_graphs.py``).
+Not yet: EAGLE/MTP, sleep mode, LoRA (docs/model-runner-v2.md lists each).
 """
 
 from __future__ import annotations
@@ -111,7 +113,10 @@ class NPUModelRunnerV2(GPUModelRunner):
             from vllm_ascend_platform.host.memory import kv_cache_allocation
 
             kv_cache_allocation_context = kv_cache_allocation(kv_cache_allocation_context)
-        with patched("device-stream-api"):
+        from vllm_ascend_platform.worker.mrv2_graphs import graph_manager_scope
+
+        # graph modes: the graph layer's ACL graph manager in place of vLLM's (mrv2_graphs.py)
+        with patched("device-stream-api"), graph_manager_scope(self.compilation_config):
             super().initialize_kv_cache(
                 kv_cache_config, is_profiling=is_profiling,
                 kv_cache_allocation_context=kv_cache_allocation_context, **kwargs)

@@ -200,7 +200,10 @@ class NPUWorker(Worker):
         from vllm.config import CUDAGraphMode
 
         if self.compilation_config.cudagraph_mode != CUDAGraphMode.NONE:
-            with patched("device-stream-api"), patched("graph-capture"):
+            # MRv2 (vLLM 0.34): the graph layer's manager captures on its own side stream
+            capture = (contextlib.nullcontext() if uses_model_runner_v2()
+                       else patched("graph-capture"))
+            with patched("device-stream-api"), capture:
                 self.model_runner.capture_model()
         set_random_seed(self.model_config.seed)
         return CompilationTimes(

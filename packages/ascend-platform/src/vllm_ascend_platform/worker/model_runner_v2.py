@@ -67,8 +67,12 @@ class NPUModelRunnerV2(GPUModelRunner):
         class becomes :class:`HostNgramSpeculator` (same state, ``propose`` replaced)."""
         from vllm.v1.worker.gpu.spec_decode.ngram.speculator import NgramGPUSpeculator
 
+        from vllm_ascend_platform.host.mrv2_spec_decode import host_draft_tokens_handler_cls
+
         if type(self.speculator) is NgramGPUSpeculator:
             self.speculator.__class__ = _host_ngram_cls()
+        # drafts of structured-output batches: a host copy (no stream to record on)
+        self.draft_tokens_handler.__class__ = host_draft_tokens_handler_cls()
 
     # ---- steps: vLLM's, with the CUDA stream/event API resolved to the device seam ----------
     def execute_model(self, *args: Any, **kwargs: Any) -> Any:

@@ -354,6 +354,32 @@ def murmur3_uniform64(seed: torch.Tensor, pos: torch.Tensor, offset: torch.Tenso
     return torch.where(u == 1.0, u - 1.1102230246251565e-16, u)
 
 
+def murmur3_noise_at(seeds: torch.Tensor, pos: torch.Tensor, mask: torch.Tensor,
+                     transform: Callable[[torch.Tensor], torch.Tensor], fill: float,
+                     use_fp64: bool = False) -> torch.Tensor:
+    """``transform(u)`` of vLLM's murmur3 uniform ``u`` of (seed, pos, token id) for the True
+    cells of ``mask`` [rows, vocab] only (``seeds``/``pos`` [rows] int64), ``fill`` elsewhere;
+    fp32 (fp64 from ``murmur3_uniform64`` with ``use_fp64``). Noise only matters where the
+    logits are finite (a top-k/top-p row keeps a few dozen of ~49k tokens), and the int64 hash
+    of every cell is most of a sampled host step otherwise."""
+    uniform = murmur3_uniform64 if use_fp64 else murmur3_uniform32
+    if bool(mask.all()):
+        keys = torch.arange(mask.shape[1], dtype=torch.int64)[None, :]
+        return transform(uniform(seeds[:, None], pos[:, None], keys))
+    r, c = mask.nonzero(as_tuple=True)
+    out = torch.full(mask.shape, fill, dtype=torch.float64 if use_fp64 else torch.float32)
+    out[r, c] = transform(uniform(seeds[r], pos[r], c))
+    return out
+
+
+def gumbel_of(u: torch.Tensor) -> torch.Tensor:
+    """vLLM's Gumbel noise of a uniform: ``-log(-log(1 - u))`` for fp32 (``_log1p_neg_stable``),
+    ``-log(-log(u))`` for fp64 (``gumbel_noised_argmax``)."""
+    if u.dtype == torch.float64:
+        return -torch.log(-torch.log(u))
+    return -torch.log(-torch.log1p(-u))
+
+
 _DRAFT_NOISE_SALT = 1 << 30
 
 
@@ -400,13 +426,8 @@ def gumbel_sample(logits, expanded_idx_mapping, temperature, seed, pos, apply_te
         s = seed[idx[rows].clamp_min(0)].to(torch.int64)
         if cols is not None:
             s = s ^ (cols[rows] << 32)
-        keys = torch.arange(x.shape[1], dtype=torch.int64)[None, :]
-        if use_fp64:
-            u = murmur3_uniform64(s[:, None], p, keys)
-            noise = -torch.log(-torch.log(u))
-        else:
-            u = murmur3_uniform32(s[:, None], p, keys)
-            noise = -torch.log(-torch.log1p(-u))
+        # noise where it can change the argmax: finite logits (masked ones stay -inf)
+        noise = murmur3_noise_at(s, p[:, 0], z > float("-inf"), gumbel_of, 0.0, use_fp64)
         x = x.clone()
         x[rows] = z + noise
     # one argmax over every row (greedy rows as they are, sampled rows noised): the device's

@@ -38,8 +38,8 @@ from vllm_ascend_platform.host.mrv2_kernels import (
     HostLaunch,
     _grid,
     gumbel_sample,
+    murmur3_noise_at,
     murmur3_uniform32,
-    murmur3_uniform64,
 )
 from vllm_ascend_platform.host.mrv2_kernels import register as register_step_kernels
 
@@ -142,17 +142,55 @@ def update_draft_inputs(draft_tokens, current_draft_step, hidden_states, output_
 
 # ---- spec_decode/rejection_sampler_utils.py --------------------------------------------------
 
-def _exp_race_noise(seeds: torch.Tensor, pos: torch.Tensor, vocab: int,
+def _exp_race_noise(seeds: torch.Tensor, pos: torch.Tensor, probs: torch.Tensor,
                     use_fp64: bool) -> torch.Tensor:
     """``1 / E`` [rows, vocab] from vLLM's murmur3 uniform ``u`` of (seed, pos, token id):
     ``E = -log(1 - u)`` (float32), or ``-log(u)`` from the 53-bit uniform (float64, vLLM's
     ``use_fp64_gumbel``), so ``argmax(p * (1 / E))`` is the Gumbel-max draw vLLM's
-    ``_resample_kernel`` takes from the same ``u`` (``argmax(log p + gumbel(u))``)."""
-    args = (seeds.to(torch.int64)[:, None], pos.to(torch.int64)[:, None],
-            torch.arange(vocab, dtype=torch.int64)[None, :])
-    if use_fp64:
-        return torch.reciprocal(-torch.log(murmur3_uniform64(*args)))
-    return torch.reciprocal(-torch.log1p(-murmur3_uniform32(*args)))
+    ``_resample_kernel`` takes from the same ``u`` (``argmax(log p + gumbel(u))``). Drawn only
+    where ``probs > 0`` (elsewhere the residual is 0 whatever the noise)."""
+    def inverse_exponential(u: torch.Tensor) -> torch.Tensor:
+        e = -torch.log(u) if u.dtype == torch.float64 else -torch.log1p(-u)
+        return torch.reciprocal(e)
+
+    return murmur3_noise_at(seeds.to(torch.int64), pos.to(torch.int64), probs > 0,
+                            inverse_exponential, 1.0, use_fp64)
+
+
+def _recovered_at_first_rejection(drafts, cu_drafts, num_drafts, target_probs, draft_probs,
+                                  uniform, is_greedy, row_seed, row_pos, vocab, use_fp64):
+    """Recovered tokens [N] for ``ascend_ops.rejection_sample``, computed (by
+    ``ascend_ops.sample_recovered_tokens``, one noise row per verification row: vLLM keys the
+    resample by that row's position) only where the op will read one: the first rejected draft
+    of each sampled request, found with the op's own rule (``q(d) > 0`` and float32
+    ``p(d) / q(d) >= u``). Other entries are 0, never emitted. Saves the noise and the residual
+    over the vocabulary for every other row (at 256 requests x 3 drafts x 49k tokens, most of
+    a host step)."""
+    import ascend_ops
+
+    n = drafts.shape[0]
+    valid = drafts >= 0
+    d = drafts.clamp_min(0)[:, None]
+    p_d = target_probs.gather(1, d).squeeze(1)
+    q_d = torch.ones_like(p_d) if draft_probs is None else draft_probs.gather(1, d).squeeze(1)
+    ratio = (p_d / torch.where(q_d > 0, q_d, 1.0)).double()
+    accepted = valid & (q_d > 0) & (ratio >= uniform)
+    req_of = torch.repeat_interleave(torch.arange(num_drafts.shape[0]), num_drafts)
+    # rows up to and including each sampled request's first rejection
+    rejected_before = torch.zeros(n, dtype=torch.int64)
+    rejected_before[1:] = torch.cumsum((~accepted).to(torch.int64), 0)[:-1]
+    first_of_req = torch.repeat_interleave(cu_drafts - num_drafts, num_drafts)
+    before_in_req = rejected_before - rejected_before[first_of_req]
+    wanted = (~accepted) & (before_in_req == 0) & ~is_greedy[req_of]
+    out = torch.zeros_like(drafts)
+    rows = wanted.nonzero().squeeze(1)
+    if rows.numel():
+        inv_q = _exp_race_noise(row_seed[rows], row_pos[rows], target_probs[rows], use_fp64)
+        one_each = torch.arange(1, rows.numel() + 1, dtype=torch.int64)
+        out[rows] = ascend_ops.sample_recovered_tokens(
+            drafts[rows], one_each, None if draft_probs is None else draft_probs[rows],
+            target_probs[rows], inv_q)
+    return out
 
 
 def rejection_sample(target_logits, draft_logits_cache, draft_sampled, cu_num_logits, pos,
@@ -200,7 +238,9 @@ def rejection_sample(target_logits, draft_logits_cache, draft_sampled, cu_num_lo
     if draft_logits_cache is not None:
         cache = draft_logits_cache.values
         vocab = min(vocab, cache.shape[-1])
-    logits = target_logits[:, :vocab].float()
+    logits = target_logits[:, :vocab]
+    if logits.dtype != torch.float32:
+        logits = logits.float()
     cu = cu_num_logits[: num_reqs + 1].to(torch.int64)
     counts = cu[1:] - cu[:-1]
     bonus_rows = cu[1:] - 1
@@ -245,12 +285,9 @@ def rejection_sample(target_logits, draft_logits_cache, draft_sampled, cu_num_lo
         row_pos = pos[rows].to(torch.int64)
         uniform = murmur3_uniform32(row_seed, row_pos,
                                     torch.full_like(row_pos, _ACCEPT_KEY)).double()
-        inv_q = _exp_race_noise(row_seed, row_pos, vocab, use_fp64)
-        # one noise row per verification row (vLLM keys the resample by the row's position):
-        # each row is its own "request" for the recovered-token op
-        per_row = torch.arange(1, rows.numel() + 1, dtype=torch.int64)
-        recovered = ascend_ops.sample_recovered_tokens(drafts, per_row, draft_probs,
-                                                       target_probs, inv_q)
+        recovered = _recovered_at_first_rejection(drafts, cu_drafts, counts - 1, target_probs,
+                                                  draft_probs, uniform, is_greedy, row_seed,
+                                                  row_pos, vocab, use_fp64)
         out = ascend_ops.rejection_sample(drafts, cu_drafts, target_argmax, target_probs,
                                           draft_probs, bonus, recovered, uniform, is_greedy,
                                           num_speculative_steps)

@@ -127,3 +127,12 @@ def test_draft_logits_cache_makes_q_the_draft_distribution():
                                      None, None, torch.tensor([0.0, 2.0]), torch.tensor([0, 9]),
                                      2)
     assert n.tolist() == [3] and sampled[0, :2].tolist() == [3, 4]
+
+
+def test_flatten_sampled_puts_verified_tokens_on_their_logits_rows():
+    flat = torch.zeros(7, dtype=torch.int64)
+    sampled = torch.tensor([[4, 5, 6], [7, 8, 9]])
+    launch = sd.KERNELS[f"{sd.G}.rejection_sampler._flatten_sampled_kernel"]
+    launch[(2,)](flat, sampled, sampled.stride(0), torch.tensor([2, 3], dtype=torch.int32),
+                 torch.tensor([0, 3, 7], dtype=torch.int32), num_warps=1)
+    assert flat.tolist() == [4, 5, 0, 7, 8, 9, 0]

@@ -298,6 +298,19 @@ def rejection_sample(target_logits, draft_logits_cache, draft_sampled, cu_num_lo
     return sampled, num_sampled
 
 
+def _flatten_sampled(grid, flat_sampled_ptr, sampled_ptr, sampled_stride, num_sampled_ptr,
+                     cu_num_logits_ptr, **_: Any) -> None:
+    """``_flatten_sampled_kernel`` (``rejection_sampler.py``, logprobs of verified tokens): each
+    request's ``num_sampled`` tokens into its logits rows ``cu[r]..`` of ``flat_sampled``."""
+    n = _grid(grid, 0)
+    counts = num_sampled_ptr[:n].to(torch.int64)
+    starts = cu_num_logits_ptr[:n].to(torch.int64)
+    req = torch.repeat_interleave(torch.arange(n), counts)
+    local = torch.arange(int(counts.sum())) - torch.repeat_interleave(
+        torch.cumsum(counts, 0) - counts, counts)
+    flat_sampled_ptr[starts[req] + local] = sampled_ptr[req, local].to(flat_sampled_ptr.dtype)
+
+
 # ---- spec_decode/utils.py: DraftTokensHandler ------------------------------------------------
 
 def host_draft_tokens_handler_cls() -> type:
@@ -328,6 +341,7 @@ KERNELS: dict[str, Any] = {
         HostLaunch(_prepare_decode_inputs),
     f"{G}.target_dependent_ar.speculator.update_draft_inputs": update_draft_inputs,
     f"{G}.rejection_sampler_utils.rejection_sample": rejection_sample,
+    f"{G}.rejection_sampler._flatten_sampled_kernel": HostLaunch(_flatten_sampled),
 }
 
 

@@ -25,10 +25,10 @@ Two granularities, both through the dispatcher (docs/model-runner-v2.md, "Kernel
   tables* (uint64 ``data_ptr`` values of each KV-cache group's block table); on the host the
   runner registers those tensors (:func:`register_pointers`) and the stand-ins look them up.
 
-Not covered yet (raise NotImplementedError when reached, naming the kernel): speculative decoding
-(rejection sampler, speculators), penalties/bad words/logit bias/min-p with non-default values,
-logprob token ids, structured-output bitmasks, prompt logprobs, thinking budget, watermarking,
-context parallelism and the multi-group fused block-table writer.
+Speculative decoding's stand-ins (EAGLE/EAGLE-3/MTP draft inputs, verification) are in
+:mod:`vllm_ascend_platform.host.mrv2_spec_decode`, registered together with these. Not covered
+yet (raise NotImplementedError when reached, naming the kernel): logprob token ids, NaN
+metrics, sampling masks, thinking budget, watermarking and context parallelism.
 """
 
 from __future__ import annotations

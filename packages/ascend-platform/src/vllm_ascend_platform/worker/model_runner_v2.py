@@ -16,7 +16,9 @@ What it does today: CPU emulation (``VLLM_ASCEND_EMULATE=1``) and the simulated 
 (``VLLM_ASCEND_SIMULATE_NPU=1``: our attention backends and ops on the simulated torch_npu,
 weights and KV cache accounted on the simulated device), eager, one KV-cache group; sampling
 and n-gram speculative decoding as docs/model-runner-v2.md lists.
-Not yet: graph modes, EAGLE/MTP, sleep mode, LoRA (docs/model-runner-v2.md lists each).
+Speculative decoding (n-gram, EAGLE, EAGLE-3, MTP) runs eagerly on the host through
+:mod:`vllm_ascend_platform.host.mrv2_spec_decode`. Not yet: graph modes, sleep mode, LoRA
+(docs/model-runner-v2.md lists each).
 """
 
 from __future__ import annotations

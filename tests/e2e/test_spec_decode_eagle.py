@@ -81,6 +81,8 @@ def test_greedy_equals_no_speculation(method, model_path, no_spec, tmp_path):
         close_llm(llm)
     assert got == no_spec
     _check_counters(counters)
+    print(f"{method}: accepted {counters.get('accepted_tokens', 0):.0f} of "
+          f"{counters['draft_tokens']:.0f} draft tokens")
 
 
 @pytest.mark.parametrize("method", ["eagle", "eagle3"])

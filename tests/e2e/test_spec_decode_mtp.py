@@ -100,6 +100,7 @@ def test_mtp_greedy_equals_no_speculation(checkpoint, no_spec, method, k, graphs
     drafts = counters.get("drafts", 0)
     assert drafts > 0 and counters["draft_tokens"] == k * drafts, counters
     accepted = counters.get("accepted_tokens", 0)
+    print(f"{method} k={k}: accepted {accepted:.0f} of {counters['draft_tokens']:.0f} draft tokens")
     assert 0 < accepted <= counters["draft_tokens"], counters  # both outcomes occur (see module doc)
     # the three prompts fit one step (default token budget); every later step is a verification
     # (decode path) followed by the draft's own steps

@@ -10,8 +10,10 @@ worked out by hand here, not by calling those kernels (no Triton backend on this
 
 from __future__ import annotations
 
+import pytest
 import torch
 from vllm_ascend_platform.host import mrv2_kernels as k
+from vllm_ascend_platform.host import mrv2_spec_decode as sd
 
 
 def test_prepare_pos_seq_lens_positions_follow_computed_tokens_and_pad_zeroes():
@@ -92,6 +94,43 @@ def test_gumbel_sample_greedy_rows_are_argmax_and_seeded_rows_repeat():
     assert ((u > 0) & (u < 1)).all()
 
 
+@pytest.mark.parametrize("backend", ["native", "reference"])
+def test_gumbel_greedy_batch_is_one_greedy_argmax_call(backend):
+    """What test_sampler.py checks of the V1 AscendSampler, on MRv2's sampler stand-in: a
+    greedy batch picks through one ``ascend_ops.greedy_argmax`` call, first maximal index."""
+    import ascend_ops
+
+    if backend == "native" and not ascend_ops.native_available():
+        pytest.skip("ascend_ops._C not built")
+    logits = torch.randint(-4, 5, (8, 1000)).float()  # ties: the first maximal index wins
+    ascend_ops.reset_call_counts()
+    with ascend_ops.use_backend(backend):
+        out = k.gumbel_sample(logits, torch.arange(8), torch.zeros(8), torch.zeros(8),
+                              torch.zeros(8), True, False)
+    assert ascend_ops.call_counts(per_backend=True) == {("greedy_argmax", backend): 1}
+    assert torch.equal(out, logits.argmax(dim=-1))
+
+
+def test_gumbel_draft_logits_cache_stores_pre_temperature_logits():
+    """``draft_sample_method="probabilistic"``: the drafter's logits (before temperature) go
+    to [request row, draft step]; -1 rows are skipped; the draw repeats for a seed."""
+    logits = torch.randn(3, 10, generator=torch.Generator().manual_seed(0))
+    cache = torch.zeros(4, 2, 10)
+    idx = torch.tensor([2, -1, 0])
+    temperature = torch.tensor([0.5, 1.0, 2.0, 1.0])
+    args = (logits, idx, temperature, torch.tensor([1, 2, 3, 4]), torch.tensor([5, 6, 7]), True,
+            True)
+    a = k.gumbel_sample(*args, logits_cache=cache, logits_cache_col=torch.tensor(1))
+    assert torch.equal(cache[2, 1], logits[0]) and torch.equal(cache[0, 1], logits[2])
+    assert cache[:, 0].abs().sum() == 0 and cache[1].abs().sum() == 0 and cache[3].abs().sum() == 0
+    b = k.gumbel_sample(*args, logits_cache=cache, logits_cache_col=torch.tensor(1))
+    assert torch.equal(a, b)
+    c = k.gumbel_sample(*args, use_fp64=True)
+    assert torch.equal(c, k.gumbel_sample(*args, use_fp64=True))
+    u = k.murmur3_uniform64(torch.tensor([[1]]), torch.tensor([[5]]), torch.arange(10)[None])
+    assert u.dtype == torch.float64 and ((u > 0) & (u < 1)).all()
+
+
 def test_ngram_proposes_what_followed_the_latest_longest_match():
     ids = torch.tensor([[1, 2, 3, 9, 1, 2, 3, 8, 1, 2, 3, 0, 0]], dtype=torch.int32)
     drafts = torch.zeros(1, 3, dtype=torch.int64)
@@ -111,10 +150,10 @@ def test_greedy_rejection_accepts_matching_prefix_then_emits_target():
     logits[0, 4] = logits[1, 5] = logits[2, 6] = 1.0
     cu = torch.tensor([0, 3], dtype=torch.int32)
     drafts_ok = torch.tensor([9, 4, 5])  # row 0 is the last committed token
-    sampled, n = k.rejection_sample(logits, None, drafts_ok, cu, None, torch.tensor([0]), None,
+    sampled, n = sd.rejection_sample(logits, None, drafts_ok, cu, None, torch.tensor([0]), None,
                                     None, torch.tensor([0.0]), None, 2)
     assert n.tolist() == [3] and sampled[0].tolist() == [4, 5, 6]
     drafts_bad = torch.tensor([9, 4, 1])
-    sampled, n = k.rejection_sample(logits, None, drafts_bad, cu, None, torch.tensor([0]), None,
+    sampled, n = sd.rejection_sample(logits, None, drafts_bad, cu, None, torch.tensor([0]), None,
                                     None, torch.tensor([0.0]), None, 2)
     assert n.tolist() == [2] and sampled[0, :2].tolist() == [4, 5]

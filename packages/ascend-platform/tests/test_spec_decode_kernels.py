@@ -72,11 +72,37 @@ def test_step_slot_mapping_metadata():
     assert seq.tolist() == [2, 7, 1]
 
 
+def _vllm_034() -> bool:
+    from vllm_ascend_platform.startup.version_check import uses_model_runner_v2
+
+    return uses_model_runner_v2()
+
+
 def test_argument_names_match_the_triton_kernels():
-    """vLLM's dispatcher forwards launch arguments by name when they match the kernel's."""
+    """vLLM's dispatcher forwards launch arguments by name when they match the kernel's.
+
+    vLLM >= 0.34 has no V1 EAGLE proposer (``vllm/v1/spec_decode/utils.py`` is gone); the same
+    property is checked there on the stand-ins MRv2's EAGLE/EAGLE-3/MTP speculators and
+    rejection sampler launch (``host/mrv2_spec_decode.py``): a wrapper-level stand-in takes the
+    wrapper's parameters, a kernel-level one the grid and then the kernel's."""
     from vllm.triton_utils.dispatcher import _kernel_arg_names
     from vllm.utils.import_utils import resolve_obj_by_qualname
 
+    if _vllm_034():
+        from vllm_ascend_platform.host import mrv2_spec_decode as sd
+        from vllm_ascend_platform.host.mrv2_kernels import HostLaunch
+
+        for qualname, impl in sd.KERNELS.items():
+            original = resolve_obj_by_qualname(qualname)
+            original = getattr(original, "_original_kernel", original)
+            names = getattr(original, "arg_names", None) or _kernel_arg_names(original)
+            if isinstance(impl, HostLaunch):
+                params = [p for p in inspect.signature(impl.fn).parameters.values()
+                          if p.kind is not inspect.Parameter.VAR_KEYWORD]
+                assert tuple(p.name for p in params[1:]) == tuple(names), qualname
+            else:
+                assert tuple(inspect.signature(impl).parameters) == tuple(names), qualname
+        return
     for qualname, impl in K.KERNELS.items():
         kernel = resolve_obj_by_qualname(qualname)
         kernel = getattr(kernel, "_original_kernel", kernel)

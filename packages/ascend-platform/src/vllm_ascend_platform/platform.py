@@ -378,8 +378,9 @@ class NPUPlatform(Platform):
             from vllm_ascend_platform.startup.version_check import uses_model_runner_v2
 
             if uses_model_runner_v2():
-                # vLLM 0.34: Model Runner V2's kernels (prototype, docs/model-runner-v2.md)
-                from vllm_ascend_platform.host.mrv2_kernels import register
+                # vLLM 0.34: Model Runner V2's kernels, speculative decoding's included
+                # (prototype, docs/model-runner-v2.md)
+                from vllm_ascend_platform.host.mrv2_spec_decode import register
             else:
                 from vllm_ascend_platform.host.triton_overrides import register
 

@@ -25,10 +25,10 @@ Two granularities, both through the dispatcher (docs/model-runner-v2.md, "Kernel
   tables* (uint64 ``data_ptr`` values of each KV-cache group's block table); on the host the
   runner registers those tensors (:func:`register_pointers`) and the stand-ins look them up.
 
-Not covered yet (raise NotImplementedError when reached, naming the kernel): speculative decoding
-(rejection sampler, speculators), penalties/bad words/logit bias/min-p with non-default values,
-logprob token ids, structured-output bitmasks, prompt logprobs, thinking budget, watermarking,
-context parallelism and the multi-group fused block-table writer.
+Speculative decoding's stand-ins (EAGLE/EAGLE-3/MTP draft inputs, verification) are in
+:mod:`vllm_ascend_platform.host.mrv2_spec_decode`, registered together with these. Not covered
+yet (raise NotImplementedError when reached, naming the kernel): logprob token ids, NaN
+metrics, sampling masks, thinking budget, watermarking and context parallelism.
 """
 
 from __future__ import annotations
@@ -324,47 +324,119 @@ def _fmix(h: torch.Tensor) -> torch.Tensor:
     return h ^ (h >> 16)
 
 
-def murmur3_uniform32(seed: torch.Tensor, pos: torch.Tensor, offset: torch.Tensor) -> torch.Tensor:
-    """vLLM's counter-based uniform (``murmur3_uniform32``, vllm/v1/worker/gpu/sample/gumbel.py)
-    in int64 torch ops: ``seed``/``pos`` [rows, 1], ``offset`` (token ids) [vocab]; fp32 in
-    (0, 1), the same 32-bit hash the Triton kernel draws, so seeded sampling can match it."""
-    h = torch.zeros((), dtype=torch.int64)
+def _murmur3_hash32(seed: torch.Tensor, pos: torch.Tensor, offset: torch.Tensor,
+                    domain: int = 0) -> torch.Tensor:
+    """vLLM's ``murmur3_hash32`` (vllm/v1/worker/gpu/sample/gumbel.py) in int64 torch ops:
+    uint32 values held in int64."""
+    h = torch.full((), domain, dtype=torch.int64)
     h = _mix(h, seed & _MASK32)
     h = _mix(h, (seed >> 32) & _MASK32)
     h = _mix(h, pos & _MASK32)
     h = _mix(h, offset & _MASK32)
-    r = _fmix(h ^ 16)
+    return _fmix(h ^ 16)
+
+
+def murmur3_uniform32(seed: torch.Tensor, pos: torch.Tensor, offset: torch.Tensor) -> torch.Tensor:
+    """vLLM's counter-based uniform (``murmur3_uniform32``, vllm/v1/worker/gpu/sample/gumbel.py)
+    in int64 torch ops: ``seed``/``pos`` [rows, 1], ``offset`` (token ids) [vocab]; fp32 in
+    (0, 1), the same 32-bit hash the Triton kernel draws, so seeded sampling can match it."""
+    r = _murmur3_hash32(seed, pos, offset)
     hi, lo = (r >> 16).to(torch.float32), (r & 0xFFFF).to(torch.float32)
     return hi * 1.52587890625e-05 + (lo + 0.5) * 2.3283064365386963e-10
 
 
+def murmur3_uniform64(seed: torch.Tensor, pos: torch.Tensor, offset: torch.Tensor) -> torch.Tensor:
+    """vLLM's ``murmur3_uniform64``: 53 bits from two domain-separated hashes, fp64 in (0, 1)."""
+    lo = _murmur3_hash32(seed, pos, offset)
+    hi = _murmur3_hash32(seed, pos, offset, domain=0x9E3779B9)
+    random53 = (hi << 21) | (lo >> 11)  # ((hi << 32) | lo) >> 11 without leaving int64
+    u = (random53.to(torch.float64) + 0.5) * 1.1102230246251565e-16
+    return torch.where(u == 1.0, u - 1.1102230246251565e-16, u)
+
+
+def murmur3_noise_at(seeds: torch.Tensor, pos: torch.Tensor, mask: torch.Tensor,
+                     transform: Callable[[torch.Tensor], torch.Tensor], fill: float,
+                     use_fp64: bool = False) -> torch.Tensor:
+    """``transform(u)`` of vLLM's murmur3 uniform ``u`` of (seed, pos, token id) for the True
+    cells of ``mask`` [rows, vocab] only (``seeds``/``pos`` [rows] int64), ``fill`` elsewhere;
+    fp32 (fp64 from ``murmur3_uniform64`` with ``use_fp64``). Noise only matters where the
+    logits are finite (a top-k/top-p row keeps a few dozen of ~49k tokens), and the int64 hash
+    of every cell is most of a sampled host step otherwise."""
+    uniform = murmur3_uniform64 if use_fp64 else murmur3_uniform32
+    if bool(mask.all()):
+        keys = torch.arange(mask.shape[1], dtype=torch.int64)[None, :]
+        return transform(uniform(seeds[:, None], pos[:, None], keys))
+    r, c = mask.nonzero(as_tuple=True)
+    out = torch.full(mask.shape, fill, dtype=torch.float64 if use_fp64 else torch.float32)
+    out[r, c] = transform(uniform(seeds[r], pos[r], c))
+    return out
+
+
+def gumbel_of(u: torch.Tensor) -> torch.Tensor:
+    """vLLM's Gumbel noise of a uniform: ``-log(-log(1 - u))`` for fp32 (``_log1p_neg_stable``),
+    ``-log(-log(u))`` for fp64 (``gumbel_noised_argmax``)."""
+    if u.dtype == torch.float64:
+        return -torch.log(-torch.log(u))
+    return -torch.log(-torch.log1p(-u))
+
+
 _DRAFT_NOISE_SALT = 1 << 30
+
+
+def _store_logits_cache(cache, col, rows_src, idx, row_mapping) -> torch.Tensor:
+    """The draft-logits cache write of ``gumbel_block_argmax``: row ``idx`` (through
+    ``row_mapping`` when sharded; -1 rows skipped), column ``col`` (scalar or per row) gets the
+    pre-temperature logits. Returns the per-row column (int64) for the seed mix."""
+    n = idx.shape[0]
+    cols = col.to(torch.int64).reshape(-1)
+    cols = cols.expand(n) if cols.numel() == 1 else cols[:n]
+    rows = idx if row_mapping is None else torch.where(
+        idx >= 0, row_mapping[idx.clamp_min(0)].to(torch.int64), -1)
+    keep = rows >= 0
+    vocab = rows_src.shape[1]
+    cache[rows[keep], cols[keep], :vocab] = rows_src[keep].to(cache.dtype)
+    return cols
 
 
 def gumbel_sample(logits, expanded_idx_mapping, temperature, seed, pos, apply_temperature,
                   is_drafting, logits_cache=None, logits_cache_col=None, use_fp64=False,
                   logits_cache_source=None, logits_cache_row_mapping=None, bias=None):
     """``gumbel_sample``: per row, argmax at temperature 0 (first NaN wins, as torch.argmax),
-    else argmax of logits/T + Gumbel noise from vLLM's murmur3 stream (seed, pos, token id)."""
-    if logits_cache is not None or use_fp64:
-        raise NotImplementedError("MRv2 host kernels: gumbel_sample with a draft-logits cache "
-                                  "or fp64 noise (speculative decoding)")
+    else argmax of logits/T + Gumbel noise from vLLM's murmur3 stream (seed, pos, token id;
+    fp64 noise from ``murmur3_uniform64`` with ``use_fp64``). With a draft-logits cache
+    (``draft_sample_method="probabilistic"``) the pre-temperature logits (``logits_cache_source``
+    if given) are stored at [row, col] and the seed is mixed with the column
+    (``spec_step_seed``), as ``gumbel_block_argmax`` does."""
     x = logits if bias is None else (logits.float() + bias.float()).to(logits.dtype)
-    x = x.float()
     idx = expanded_idx_mapping.to(torch.int64)
+    cols = None
+    if logits_cache is not None:
+        src = x if logits_cache_source is None else logits_cache_source
+        cols = _store_logits_cache(logits_cache, logits_cache_col, src, idx,
+                                   logits_cache_row_mapping)
+    x = x.double() if use_fp64 else x.float()
     valid = idx >= 0
     temp = torch.where(valid, temperature[idx.clamp_min(0)].float(), 0.0)
     noisy = temp != 0
     if bool(noisy.any()):
         rows = noisy.nonzero().squeeze(1)
-        t = temp[rows, None]
+        t = temp[rows, None].to(x.dtype)
         z = x[rows] / t if apply_temperature else x[rows]
         p = pos[rows].to(torch.int64)[:, None] + (_DRAFT_NOISE_SALT if is_drafting else 0)
-        s = seed[idx[rows].clamp_min(0)].to(torch.int64)[:, None]
-        u = murmur3_uniform32(s, p, torch.arange(x.shape[1], dtype=torch.int64)[None, :])
+        s = seed[idx[rows].clamp_min(0)].to(torch.int64)
+        if cols is not None:
+            s = s ^ (cols[rows] << 32)
+        # noise where it can change the argmax: finite logits (masked ones stay -inf)
+        noise = murmur3_noise_at(s, p[:, 0], z > float("-inf"), gumbel_of, 0.0, use_fp64)
         x = x.clone()
-        x[rows] = z - torch.log(-torch.log1p(-u))
-    return x.argmax(dim=-1)
+        x[rows] = z + noise
+    # one argmax over every row (greedy rows as they are, sampled rows noised): the device's
+    # greedy op (docs/model-runner-v2.md: AscendSampler's greedy path moves here)
+    if use_fp64 or x.shape[0] == 0:
+        return x.argmax(dim=-1)
+    import ascend_ops
+
+    return ascend_ops.greedy_argmax(x)
 
 
 def apply_temperature(logits, expanded_idx_mapping, temperature) -> None:
@@ -554,7 +626,7 @@ def _ranks(grid, output_ptr, logits_ptr, logits_stride, token_ids_ptr, vocab_siz
     output_ptr[:n] = (x > chosen).sum(dim=-1)
 
 
-# ---- vllm/v1/worker/gpu/spec_decode/ (n-gram + greedy verification) --------------------------
+# ---- vllm/v1/worker/gpu/spec_decode/ (n-gram; verification: host/mrv2_spec_decode.py) --------------------------
 
 def gather_draft_sampled(input_ids, positions, logits_indices, expanded_idx_mapping,
                          expanded_local_pos, prefill_len):
@@ -565,47 +637,6 @@ def gather_draft_sampled(input_ids, positions, logits_indices, expanded_idx_mapp
     local = expanded_local_pos.to(pos.dtype)
     placeholder = (local > 0) & (pos - local < prefill_len[expanded_idx_mapping.to(torch.int64)])
     return torch.where(placeholder, -1, tok).to(input_ids.dtype), pos
-
-
-def rejection_sample(target_logits, draft_logits_cache, draft_sampled, cu_num_logits, pos,
-                     idx_mapping, expanded_idx_mapping, expanded_local_pos, temperature, seed,
-                     num_speculative_steps, synthetic_conditional_rates=None, use_fp64=False,
-                     use_block_verification=False, contexts=None, watermarking=None,
-                     watermarking_skip_mask=None, watermark_key=None, fly_window_size=0,
-                     fly_entropy_threshold=0.3, fly_entropy_top_k=3,
-                     skip_masked_vocab_blocks=False):
-    """``rejection_sample`` for greedy requests (temperature 0), the strict rule: logits row
-    j of a request accepts the draft fed at row j + 1 while it equals the row's argmax; the
-    first mismatch emits the argmax and stops; all accepted emits the bonus argmax.
-
-    Raises:
-        NotImplementedError: sampled requests (probabilistic verification), draft logits
-            (EAGLE/MTP), synthetic rates, block verification, watermarking, FLy.
-    """
-    if (draft_logits_cache is not None or synthetic_conditional_rates is not None
-            or use_block_verification or contexts is not None or fly_window_size > 0):
-        raise NotImplementedError("MRv2 host kernels: rejection_sample supports greedy n-gram "
-                                  "verification only (no draft logits, synthetic rates, block "
-                                  "verification, watermarking or FLy)")
-    num_reqs = cu_num_logits.shape[0] - 1
-    temp = temperature[idx_mapping.to(torch.int64)].float()
-    if bool((temp != 0).any()):
-        raise NotImplementedError("MRv2 host kernels: rejection_sample with temperature > 0 "
-                                  "(probabilistic verification)")
-    argmax = target_logits.argmax(dim=-1)
-    sampled = torch.zeros(num_reqs, num_speculative_steps + 1, dtype=torch.int64)
-    num_sampled = torch.zeros(num_reqs, dtype=torch.int32)
-    cu = cu_num_logits.tolist()
-    for r in range(num_reqs):
-        start, end = cu[r], cu[r + 1]
-        n = 0
-        for j in range(start, end):
-            sampled[r, n] = argmax[j]
-            n += 1
-            if j + 1 >= end or int(draft_sampled[j + 1]) != int(argmax[j]):
-                break
-        num_sampled[r] = n
-    return sampled, num_sampled
 
 
 def ngram_propose(token_ids, total_len, idx_mapping, num_sampled, last_sampled, min_n, max_n,
@@ -686,22 +717,22 @@ KERNELS: dict[str, Any] = {
     f"{G}.sample.thinking_budget._thinking_budget_kernel":
         _unsupported("_thinking_budget_kernel"),
     f"{G}.spec_decode.rejection_sampler.gather_draft_sampled": gather_draft_sampled,
-    f"{G}.spec_decode.rejection_sampler_utils.rejection_sample": rejection_sample,
 }
 
 _registered = False
 
 
-def register() -> None:
-    """Register :data:`KERNELS` with vLLM's dispatcher, once per process (a second walk of
-    ``sys.modules`` is harmful, see ``triton_overrides.register``)."""
+def register(kernels: dict[str, Any] | None = None) -> None:
+    """Register ``kernels`` (default :data:`KERNELS`; ``host.mrv2_spec_decode.register`` adds
+    the speculative-decoding ones) with vLLM's dispatcher in one call, once per process (a
+    second walk of ``sys.modules`` is harmful, see ``triton_overrides.register``)."""
     global _registered
     if _registered:
         return
     _registered = True
     from vllm.triton_utils.dispatcher import register_kernels
 
-    register_kernels(KERNELS)
+    register_kernels(KERNELS if kernels is None else kernels)
 
 
 # patch: mrv2-triton-gate (declared in vllm_ascend_platform.patches.declarations)

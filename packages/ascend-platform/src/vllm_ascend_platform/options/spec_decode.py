@@ -76,7 +76,9 @@ def refuse_mtp_without_layers() -> None:
     vLLM 0.33's ``SpeculativeConfig.__post_init__`` (``vllm/config/speculative.py``) computes
     ``num_speculative_tokens % n_predict`` with ``n_predict`` = the target's
     ``num_nextn_predict_layers``, so a DeepSeek-V3 config with ``num_nextn_predict_layers: 0``
-    fails with ``ZeroDivisionError: integer modulo by zero`` before any platform hook runs. The
+    fails with ``ZeroDivisionError: integer modulo by zero`` before any platform hook runs (vLLM
+    0.34: the same modulo in ``DraftModelSpeculatorConfig.resolve_num_speculative_tokens``,
+    ``vllm/v1/worker/gpu/spec_decode/speculator_config.py``, called from ``__post_init__``). The
     wrapper raises :class:`SpeculativeConfigError` naming the option first (pydantic reports it
     as a validation error of ``SpeculativeConfig`` carrying this message); every other
     configuration goes to vLLM's ``__post_init__`` unchanged. Idempotent.

@@ -184,7 +184,8 @@ _declare(Patch(
 _declare(Patch(
     name="mtp-without-layers",
     target="vllm.config.speculative:SpeculativeConfig.__post_init__",
-    vllm_versions=VLLM_033,
+    # 0.34 divides too (speculator_config.py, DraftModelSpeculatorConfig.resolve_num_speculative_tokens)
+    vllm_versions=">=0.33,<0.35",
     why="vLLM divides by the target's num_nextn_predict_layers while building SpeculativeConfig, "
         "so method mtp on a DeepSeek-V3 without MTP layers fails with ZeroDivisionError instead "
         "of an error naming the option",

@@ -17,8 +17,9 @@ What it does today: CPU emulation (``VLLM_ASCEND_EMULATE=1``) and the simulated 
 weights and KV cache accounted on the simulated device), eager, one KV-cache group; sampling
 and n-gram speculative decoding as docs/model-runner-v2.md lists.
 Graph modes (PIECEWISE, FULL, FULL_DECODE_ONLY, FULL_AND_PIECEWISE) through the graph layer's
-ACL graph manager (``worker/mrv2_graphs.py``).
-Not yet: EAGLE/MTP, sleep mode, LoRA (docs/model-runner-v2.md lists each).
+ACL graph manager (``worker/mrv2_graphs.py``); speculative decoding (n-gram, EAGLE, EAGLE-3,
+MTP) on the host through :mod:`vllm_ascend_platform.host.mrv2_spec_decode`.
+docs/model-runner-v2.md lists each feature's state.
 """
 
 from __future__ import annotations
@@ -69,8 +70,12 @@ class NPUModelRunnerV2(GPUModelRunner):
         class becomes :class:`HostNgramSpeculator` (same state, ``propose`` replaced)."""
         from vllm.v1.worker.gpu.spec_decode.ngram.speculator import NgramGPUSpeculator
 
+        from vllm_ascend_platform.host.mrv2_spec_decode import host_draft_tokens_handler_cls
+
         if type(self.speculator) is NgramGPUSpeculator:
             self.speculator.__class__ = _host_ngram_cls()
+        # drafts of structured-output batches: a host copy (no stream to record on)
+        self.draft_tokens_handler.__class__ = host_draft_tokens_handler_cls()
 
     # ---- steps: vLLM's, with the CUDA stream/event API resolved to the device seam ----------
     def execute_model(self, *args: Any, **kwargs: Any) -> Any:

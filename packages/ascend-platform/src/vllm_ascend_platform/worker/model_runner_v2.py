@@ -31,11 +31,12 @@ from vllm.v1.worker.gpu.model_runner import GPUModelRunner
 
 from vllm_ascend_platform import envs
 from vllm_ascend_platform.patches.registry import patched
+from vllm_ascend_platform.worker.lora_runner import AscendLoRARunnerMixin
 
 logger = init_logger("vllm.ascend.model_runner_v2")
 
 
-class NPUModelRunnerV2(GPUModelRunner):
+class NPUModelRunnerV2(AscendLoRARunnerMixin, GPUModelRunner):
     """MRv2 model runner for Ascend NPUs and for CPU emulation mode (prototype)."""
 
     def __init__(self, vllm_config: VllmConfig, device: torch.device) -> None:

@@ -80,6 +80,13 @@ class NPUModelRunnerV2(AscendLoRARunnerMixin, GPUModelRunner):
         with patched("device-stream-api"):
             return super().sample_tokens(*args, **kwargs)
 
+    def pool(self, *args: Any, **kwargs: Any) -> Any:
+        """Pooling models: the worker calls ``pool`` after ``execute_model``
+        (``Worker.execute_model``, vllm/v1/worker/gpu_worker.py); its ``AsyncPoolingOutput``
+        takes the main and copy streams (``vllm/v1/worker/gpu/async_utils.py``)."""
+        with patched("device-stream-api"):
+            return super().pool(*args, **kwargs)
+
     def _dummy_run(self, *args: Any, **kwargs: Any) -> Any:
         with patched("device-stream-api"):
             return super()._dummy_run(*args, **kwargs)

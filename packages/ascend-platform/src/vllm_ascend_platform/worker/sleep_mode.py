@@ -115,7 +115,7 @@ class AscendSleepModeBackend(SleepModeBackend):
 
         return default_pool()
 
-    def suspend(self, discardable: Collection[int] | int = ()) -> None:  # type: ignore[override]
+    def suspend(self, discardable: Collection[int] | int = ()) -> None:
         """Free the device memory of the weights and the KV cache.
 
         ``discardable``: vLLM 0.34's contract, storage addresses

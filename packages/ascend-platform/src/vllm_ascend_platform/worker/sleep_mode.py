@@ -97,9 +97,10 @@ class AscendSleepModeBackend(SleepModeBackend):
 
     ``suspend(discardable)`` (vLLM 0.34) or ``suspend(level)`` (vLLM 0.33), see the module
     docstring; RuntimeError when already suspended. ``resume(tags)``: ``None`` or a subset of
-    ``("weights", "kv_cache")``. ``discard(tags)``: free tagged memory without keeping contents. ``state()``: ``"RUNNING"``
-    while every tag is resident, else ``"SUSPENDED"``. ``last_bytes``: bytes moved / freed by the
-    last call, per direction (for benchmarks and logs).
+    ``("weights", "kv_cache")``. ``discard(tags)``: free tagged memory without keeping
+    contents. ``state()``: ``"RUNNING"`` while every tag is resident, else ``"SUSPENDED"``.
+    ``last_bytes``: bytes moved / freed by the last call, per direction (for benchmarks and
+    logs).
     """
 
     def __init__(self) -> None:

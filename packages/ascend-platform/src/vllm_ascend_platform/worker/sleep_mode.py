@@ -39,6 +39,7 @@ resident (``NPUWorker.wake_up``).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Collection
 from typing import Any
 
@@ -201,6 +202,9 @@ def _drop_captured_graphs() -> bool:
 
     name = contract.provided("static_graph_wrapper")  # the graph layer's published wrapper
     if name is None:  # graph layer absent: no graphs were captured
+        return False
+    if name.rpartition(".")[0] not in sys.modules:
+        # never imported (an eager engine): nothing was captured, and nothing to import now
         return False
     wrapper = contract.resolve(name)
     if not any(w.entries for w in list(wrapper._all_instances)):

@@ -16,7 +16,8 @@ What it does today: CPU emulation (``VLLM_ASCEND_EMULATE=1``) and the simulated 
 (``VLLM_ASCEND_SIMULATE_NPU=1``: our attention backends and ops on the simulated torch_npu,
 weights and KV cache accounted on the simulated device), eager, one KV-cache group; sampling
 and n-gram speculative decoding as docs/model-runner-v2.md lists.
-Not yet: graph modes, EAGLE/MTP, sleep mode, LoRA (docs/model-runner-v2.md lists each).
+Not yet: graph modes, EAGLE/MTP (docs/model-runner-v2.md lists each; sleep mode, LoRA and
+pooling run eager).
 """
 
 from __future__ import annotations

@@ -39,6 +39,25 @@ def test_cpu_emulation_round_trip():
     _cycle(TaggedMemory(), *_tensors())
 
 
+def test_offload_drops_the_named_storages():
+    """``offload(drop=...)``: the storages at those addresses are freed without a host copy and
+    come back as zeros; the rest of the group comes back with its contents (vLLM 0.34's
+    ``SleepModeBackend.suspend(discardable)``)."""
+    mem = TaggedMemory()
+    w, tied, kv = _tensors()
+    keep = torch.arange(32, dtype=torch.float32)
+    mem.register("weights", [w, tied, keep])
+    ref_keep = keep.clone()
+    moved = mem.offload("weights", drop={w.untyped_storage().data_ptr(), 12345})
+    assert moved == keep.nbytes and mem.host_bytes() == keep.nbytes
+    assert w.untyped_storage().nbytes() == 0 and keep.untyped_storage().nbytes() == 0
+    assert mem.state("weights") == "offloaded"
+    mem.restore("weights")
+    assert torch.equal(keep, ref_keep)
+    assert w.untyped_storage().nbytes() == w.numel() * 2 and torch.count_nonzero(w) == 0
+    assert torch.count_nonzero(tied) == 0  # a view of a dropped storage
+
+
 def test_bad_input_names_tag_and_state():
     mem = TaggedMemory()
     with pytest.raises(ValueError, match="unknown memory tag 'weights'"):

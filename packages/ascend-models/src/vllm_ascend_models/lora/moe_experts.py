@@ -78,6 +78,20 @@ def _layer_class():
                                      "on Ascend; switch it off")
             super().create_lora_weights(max_loras, lora_config, model_config)
 
+        def set_lora(self, index, lora_a, lora_b) -> None:
+            """vLLM's ``set_lora`` takes ``[w1, w2, w3]``, each ``[E, r, in]`` / ``[E, out, r]``
+            (``PackedLoRALayerWeights.pack_moe``, vllm/lora/lora_weights.py). vLLM's warm-up
+            LoRA (``LoRAModelManager.create_dummy_lora``, vllm/lora/model_manager.py) packs
+            that way only for a class named exactly ``FusedMoEWithLoRA``; for this subclass it
+            passes one 2-D tensor per (expert, projection), ordered w1, w2, w3 per expert (the
+            layout of ``lora_a_stacked``). Those are stacked per projection here, as
+            ``pack_moe`` does. (vLLM 0.34's MRv2 activates that warm-up LoRA in every dummy
+            run, ``GPUModelRunner._dummy_run``; the V1 runner's profiling pass did not.)"""
+            if isinstance(lora_a, list) and lora_a and lora_a[0].dim() == 2:
+                lora_a = [torch.stack(lora_a[k::3]) for k in range(3)]
+                lora_b = [torch.stack(lora_b[k::3]) for k in range(3)]
+            super().set_lora(index, lora_a, lora_b)
+
         def set_mapping(self, punica_wrapper) -> None:
             BaseLayerWithLoRA.set_mapping(self, punica_wrapper)
 

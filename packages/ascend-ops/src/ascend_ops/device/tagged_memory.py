@@ -35,7 +35,7 @@ Memory accounting per mode (``ascend_ops.device.kind()``):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,13 +126,23 @@ class TaggedMemory:
         return [b.storage.data_ptr() for b in self._group(tag).blocks]
 
     # ---- transitions ------------------------------------------------------------------------
-    def offload(self, tag: str, pin_memory: bool = True) -> int:
+    def offload(self, tag: str, pin_memory: bool = True,
+                drop: Collection[int] = frozenset()) -> int:
         """Copy group ``tag`` to host memory (pinned when the device has pinned memory and
-        ``pin_memory``) and free its device memory. Returns the bytes moved to host."""
+        ``pin_memory``) and free its device memory. Returns the bytes moved to host.
+
+        ``drop``: device addresses (``untyped_storage().data_ptr()``) of storages in the group
+        whose contents are not kept: they are freed without a host copy and come back as zeros
+        on :meth:`restore` (a caller that rewrites them after the restore, e.g. vLLM 0.34's
+        ``SleepModeBackend.suspend(discardable)`` for the weights a reload overwrites).
+        Addresses outside the group are ignored."""
         group = self._resident(tag, "offload")
         pin = pin_memory and _npu.available() and not _npu.simulated()
         moved = 0
         for b in group.blocks:
+            if b.storage.data_ptr() in drop:
+                b.host = None
+                continue
             host = torch.empty(b.nbytes, dtype=torch.uint8, pin_memory=pin)
             host.copy_(_bytes_view(b.storage, b.device), non_blocking=pin)
             b.host = host

@@ -211,7 +211,7 @@ _declare(Patch(
 _declare(Patch(
     name="lora-admission",
     target="vllm.v1.engine.input_processor:InputProcessor._validate_lora",
-    vllm_versions=VLLM_033,
+    vllm_versions=">=0.33,<0.35",  # same targets and signatures in 0.34 (the check verifies)
     why="vLLM checks a LoRA adapter only when a model step loads it, and the failing request "
         "then fails every later step, so the engine stops serving",
     check=_call("vllm_ascend_platform.options.lora_admission.looks_like_validate_lora"),
@@ -221,7 +221,7 @@ _declare(Patch(
     name="lora-load-endpoint",
     target=("vllm.entrypoints.openai.models.serving:"
             "OpenAIServingModels._check_load_lora_adapter_request"),
-    vllm_versions=VLLM_033,
+    vllm_versions=">=0.33,<0.35",  # same targets and signatures in 0.34 (the check verifies)
     why="vLLM's /v1/load_lora_adapter answers a rank above max_lora_rank with a 500 and accepts "
         "an adapter of another model's shapes, which then fails a model step",
     check=_call("vllm_ascend_platform.options.lora_admission.looks_like_load_check"),

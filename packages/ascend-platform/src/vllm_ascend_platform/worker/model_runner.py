@@ -32,6 +32,7 @@ from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 from vllm_ascend_platform import envs
 from vllm_ascend_platform.patches.registry import apply_patch, patched
 from vllm_ascend_platform.worker.device_stream import device_stream_api  # noqa: F401  (re-export)
+from vllm_ascend_platform.worker.lora_runner import AscendLoRARunnerMixin
 
 logger = init_logger("vllm.ascend.model_runner")
 
@@ -39,7 +40,7 @@ logger = init_logger("vllm.ascend.model_runner")
 UNMEASURED_PROFILE_TOKENS = 16
 
 
-class NPUModelRunner(GPUModelRunner):
+class NPUModelRunner(AscendLoRARunnerMixin, GPUModelRunner):
     """Model runner for Ascend NPUs and for CPU emulation mode."""
 
     def __init__(self, vllm_config: VllmConfig, device: torch.device) -> None:
@@ -159,15 +160,6 @@ class NPUModelRunner(GPUModelRunner):
         if self.emulated:
             return sampled_token_ids.tolist()
         return super()._to_list(sampled_token_ids)
-
-    def load_lora_model(self, model: nn.Module, vllm_config: VllmConfig,
-                        device: torch.device) -> nn.Module:
-        """vLLM's LoRA wrapping, after refusing LoRA on monolithic MoE experts (ValueError
-        naming ``--lora-target-modules``; ``options/lora_moe.py``)."""
-        from vllm_ascend_platform.options.lora_moe import refuse_expert_lora
-
-        refuse_expert_lora(model, vllm_config.lora_config)
-        return super().load_lora_model(model, vllm_config, device)
 
     def load_model(self, load_dummy_weights: bool = False) -> None:
         """Load weights; on the host (emulation, simulated NPU) count their bytes (no device

@@ -16,10 +16,15 @@ What it does today: CPU emulation (``VLLM_ASCEND_EMULATE=1``) and the simulated 
 (``VLLM_ASCEND_SIMULATE_NPU=1``: our attention backends and ops on the simulated torch_npu,
 weights and KV cache accounted on the simulated device), eager, one KV-cache group; sampling
 and n-gram speculative decoding as docs/model-runner-v2.md lists.
+<<<<<<< HEAD
 Graph modes (PIECEWISE, FULL, FULL_DECODE_ONLY, FULL_AND_PIECEWISE) through the graph layer's
 ACL graph manager (``worker/mrv2_graphs.py``); speculative decoding (n-gram, EAGLE, EAGLE-3,
 MTP) on the host through :mod:`vllm_ascend_platform.host.mrv2_spec_decode`.
 docs/model-runner-v2.md lists each feature's state.
+=======
+Not yet: graph modes, EAGLE/MTP (docs/model-runner-v2.md lists each; sleep mode, LoRA and
+pooling run eager).
+>>>>>>> 41-sleep
 """
 
 from __future__ import annotations
@@ -34,11 +39,12 @@ from vllm.v1.worker.gpu.model_runner import GPUModelRunner
 
 from vllm_ascend_platform import envs
 from vllm_ascend_platform.patches.registry import patched
+from vllm_ascend_platform.worker.lora_runner import AscendLoRARunnerMixin
 
 logger = init_logger("vllm.ascend.model_runner_v2")
 
 
-class NPUModelRunnerV2(GPUModelRunner):
+class NPUModelRunnerV2(AscendLoRARunnerMixin, GPUModelRunner):
     """MRv2 model runner for Ascend NPUs and for CPU emulation mode (prototype)."""
 
     def __init__(self, vllm_config: VllmConfig, device: torch.device) -> None:
@@ -85,6 +91,13 @@ class NPUModelRunnerV2(GPUModelRunner):
     def sample_tokens(self, *args: Any, **kwargs: Any) -> Any:
         with patched("device-stream-api"):
             return super().sample_tokens(*args, **kwargs)
+
+    def pool(self, *args: Any, **kwargs: Any) -> Any:
+        """Pooling models: the worker calls ``pool`` after ``execute_model``
+        (``Worker.execute_model``, vllm/v1/worker/gpu_worker.py); its ``AsyncPoolingOutput``
+        takes the main and copy streams (``vllm/v1/worker/gpu/async_utils.py``)."""
+        with patched("device-stream-api"):
+            return super().pool(*args, **kwargs)
 
     def _dummy_run(self, *args: Any, **kwargs: Any) -> Any:
         with patched("device-stream-api"):

@@ -17,6 +17,19 @@ Levels (vLLM's documented semantics, ``vllm/entrypoints/llm.py``, ``LLM.sleep``)
 * 2: weights and KV cache freed; after ``resume(["weights"])`` the weights are zeros until
   reloaded (``collective_rpc("reload_weights")`` or the model's ``load_weights``).
 
+How the level reaches the backend depends on the vLLM version (``SleepModeBackend.suspend``):
+
+* vLLM 0.33: ``suspend(level)``; for level 2 the worker keeps host copies of the
+  ``--sleep-preserve-parameter-names`` parameters and of the model's buffers itself
+  (``Worker._save_sleep_parameters``, vllm/v1/worker/gpu_worker.py).
+* vLLM 0.34: ``suspend(discardable)``, the storage addresses of the parameters a weight update
+  rewrites (``Worker._discardable_parameters``: every parameter at level 2 except the preserved
+  ones, nothing at level 1). Those storages are freed without a copy; every other weight storage
+  (preserved parameters, buffers) goes to host memory and comes back with ``resume``.
+
+Either way the KV cache is freed. The backend takes both forms (an ``int`` is a level), so
+callers written against either contract work on either version.
+
 The KV cache comes back zeroed (its old contents are gone; vLLM's engine core clears the prefix
 cache when it sleeps). A restored storage may sit at a new device address; captured ACL graphs
 hold addresses, so they are then dropped (``clear_all_graphs`` of the ``static_graph_wrapper``
@@ -26,6 +39,8 @@ resident (``NPUWorker.wake_up``).
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Collection
 from typing import Any
 
 from vllm.device_allocator.sleep_mode_backend import SleepModeBackend, SleepModeBackendFactory
@@ -38,6 +53,18 @@ BACKEND_NAME = "ascend"
 #: the memory tags the backend manages (vLLM's ``DEFERRABLE_TAGS``)
 TAGS = ("weights", "kv_cache")
 LEVELS = (1, 2)
+
+
+def check_level(level: Any) -> int:
+    """Validate a sleep level (1 or 2). Raises ValueError naming the levels. vLLM 0.34's
+    ``Worker.sleep`` no longer hands the level to the backend and treats any level but 2 as 1,
+    so the worker checks it too (``NPUWorker.sleep``)."""
+    if isinstance(level, bool) or level not in LEVELS:
+        raise ValueError(
+            f"sleep level must be 1 (weights to host, KV cache freed) or 2 (both freed), "
+            f"got {level!r}"
+        )
+    return int(level)
 
 def register() -> None:
     """Register ``"ascend"`` with ``SleepModeBackendFactory`` (idempotent; every process)."""
@@ -69,11 +96,12 @@ class AscendSleepModeBackend(SleepModeBackend):
     _state: str  # RUNNING, SUSPENDED or RESUMING; vLLM's SleepModeBackend.__init__ sets it
     """Sleep-mode backend for Ascend NPUs, the simulated NPU and CPU emulation.
 
-    ``suspend(level)``: level 1 or 2 (ValueError otherwise; RuntimeError when already
-    suspended). ``resume(tags)``: ``None`` or a subset of ``("weights", "kv_cache")``.
-    ``discard(tags)``: free tagged memory without keeping contents. ``state()``: ``"RUNNING"``
-    while every tag is resident, else ``"SUSPENDED"``. ``last_bytes``: bytes moved / freed by the
-    last call, per direction (for benchmarks and logs).
+    ``suspend(discardable)`` (vLLM 0.34) or ``suspend(level)`` (vLLM 0.33), see the module
+    docstring; RuntimeError when already suspended. ``resume(tags)``: ``None`` or a subset of
+    ``("weights", "kv_cache")``. ``discard(tags)``: free tagged memory without keeping
+    contents. ``state()``: ``"RUNNING"`` while every tag is resident, else ``"SUSPENDED"``.
+    ``last_bytes``: bytes moved / freed by the last call, per direction (for benchmarks and
+    logs).
     """
 
     def __init__(self) -> None:
@@ -89,26 +117,36 @@ class AscendSleepModeBackend(SleepModeBackend):
 
         return default_pool()
 
-    def suspend(self, level: int = 1) -> None:
-        if level not in LEVELS:
-            raise ValueError(
-                f"sleep level must be 1 (weights to host, KV cache freed) or 2 (both freed), "
-                f"got {level!r}"
-            )
+    def suspend(self, discardable: Collection[int] | int = ()) -> None:
+        """Free the device memory of the weights and the KV cache.
+
+        ``discardable``: vLLM 0.34's contract, storage addresses
+        (``untyped_storage().data_ptr()``) of weights to free without a copy; every other
+        weight storage is copied to host memory. An ``int`` is vLLM 0.33's ``level``: 1 = no
+        weight discardable, 2 = every weight discardable. Raises ValueError for a level other
+        than 1 or 2, RuntimeError when already suspended.
+        """
+        if isinstance(discardable, int):
+            drop_all, drop = check_level(discardable) == 2, frozenset[int]()
+        else:
+            drop_all, drop = False, frozenset(discardable)
         pool = self._pool()
         if self._state != "RUNNING":
             raise RuntimeError("sleep: the engine is already asleep; call wake_up() first")
         registered = [t for t in TAGS if t in pool.tags()]
         to_host = freed = 0
         for tag in registered:
-            if tag == "weights" and level == 1:
-                to_host += pool.offload(tag)
+            if tag == "weights" and not drop_all:
+                resident = pool.nbytes(tag)
+                moved = pool.offload(tag, drop=drop)
+                to_host += moved
+                freed += resident - moved
             else:
                 freed += pool.discard(tag)
         self.last_bytes = {"to_host": to_host, "freed": freed + to_host}
         self._state = "SUSPENDED"
-        logger.info("Sleep level %d: %.3f GiB to host, %.3f GiB of device memory freed.",
-                    level, to_host / (1 << 30), (freed + to_host) / (1 << 30))
+        logger.info("Sleep: %.3f GiB of weights to host, %.3f GiB of device memory freed.",
+                    to_host / (1 << 30), (freed + to_host) / (1 << 30))
 
     def resume(self, tags: list[str] | None = None) -> None:
         wanted = check_tags(tags, "wake_up")
@@ -164,6 +202,9 @@ def _drop_captured_graphs() -> bool:
 
     name = contract.provided("static_graph_wrapper")  # the graph layer's published wrapper
     if name is None:  # graph layer absent: no graphs were captured
+        return False
+    if name.rpartition(".")[0] not in sys.modules:
+        # never imported (an eager engine): nothing was captured, and nothing to import now
         return False
     wrapper = contract.resolve(name)
     if not any(w.entries for w in list(wrapper._all_instances)):

@@ -225,7 +225,13 @@ class NPUWorker(Worker):
         at level 1, the weights' host copies are intact, so they are brought back before the
         error is raised: the engine, which still counts itself awake, keeps serving instead of
         running over released memory. (Level 2 has dropped the weights: they stay asleep.)
+
+        Raises ValueError for a level other than 1 or 2 before anything is released (vLLM 0.34's
+        ``Worker.sleep`` would run any other level as level 1).
         """
+        from vllm_ascend_platform.worker.sleep_mode import check_level
+
+        check_level(level)
         try:
             with patched("sleep-accelerator-api"):
                 super().sleep(level)
@@ -238,7 +244,10 @@ class NPUWorker(Worker):
             raise
 
     def _save_sleep_parameters(self, model: torch.nn.Module) -> None:
-        """vLLM's level-2 sleep keeps host copies of the ``--sleep-preserve-parameter-names``
+        """vLLM 0.33 only (0.34 hands the preserved parameters' storages to the backend, which
+        copies them to the host with the other non-discardable weights, worker/sleep_mode.py).
+
+        vLLM's level-2 sleep keeps host copies of the ``--sleep-preserve-parameter-names``
         parameters, skipping those already on the host (``Worker._save_sleep_parameters``,
         vllm/v1/worker/gpu_worker.py). In CPU emulation and on the simulated NPU the device
         memory *is* host memory that sleep releases (worker/sleep_mode.py), so copy those too;

@@ -241,10 +241,28 @@ def _reset_for_tests() -> None:
     _verdict = None
 
 
+#: first vLLM release without Model Runner V1 (docs/model-runner-v2.md)
+MRV2_FROM = "0.34"
+
+
+def is_model_runner_v2_version(version: str) -> bool:
+    """True when vLLM ``version`` (judged by its release) has only Model Runner V2."""
+    release = _release(version)
+    return release is not None and release >= Version(MRV2_FROM)
+
+
+def runner_label(version: str) -> str:
+    """Which of our model runners vLLM ``version`` gets (worker/worker.py picks it), for doctor:
+    ``"MRv2 (NPUModelRunnerV2 over vllm/v1/worker/gpu/model_runner.py)"`` from 0.34,
+    ``"V1 (NPUModelRunner over vllm/v1/worker/gpu_model_runner.py)"`` before."""
+    if is_model_runner_v2_version(version):
+        return "MRv2 (NPUModelRunnerV2 over vllm/v1/worker/gpu/model_runner.py)"
+    return "V1 (NPUModelRunner over vllm/v1/worker/gpu_model_runner.py)"
+
+
 def uses_model_runner_v2() -> bool:
     """True on vLLM >= 0.34, which has only Model Runner V2 (``vllm/v1/worker/gpu/``); the V1
     runner ``NPUModelRunner`` subclasses is gone there (docs/model-runner-v2.md)."""
     import vllm
-    from packaging.version import Version
 
-    return Version(Version(str(vllm.__version__)).base_version) >= Version("0.34")
+    return is_model_runner_v2_version(str(vllm.__version__))

@@ -50,8 +50,9 @@ EVERY_LINE = "every line"
 
 def _expand(kind: str, groups, vllm: str | None = None) -> list[Row]:
     out = []
-    for status, evidence, names, *default in groups:
-        out += [Row(kind, n, status, evidence, *default, vllm=vllm) for n in names.split()]
+    for status, evidence, names, *rest in groups:
+        default = rest[0] if rest else None
+        out += [Row(kind, n, status, evidence, default, vllm) for n in names.split()]
     return out
 
 

@@ -132,7 +132,7 @@ class NPUModelRunnerV2(GPUModelRunner):
         ``_zero_block_ids``)."""
         from vllm_ascend_platform.worker.kv_zeroing import BackendKVBlockZeroer
 
-        self.kv_block_zeroer = BackendKVBlockZeroer(self)  # type: ignore[assignment]
+        self.kv_block_zeroer = BackendKVBlockZeroer(self)
 
     # ---- host modes: weights counted on the host -----------------------------------------------
     def load_model(self, *args: Any, **kwargs: Any) -> None:

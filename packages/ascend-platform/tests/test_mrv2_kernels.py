@@ -79,6 +79,19 @@ def test_apply_write_addresses_rows_by_stride():
     assert out.tolist() == [[9, 0, 0, 0], [0, 0, 0, 0], [0, 7, 8, 0]]
 
 
+def test_ranks_are_one_based_counting_ties_and_the_token_itself():
+    # vllm/v1/worker/gpu/sample/logprob.py _ranks_kernel: rank = #(logits >= logit of the token),
+    # so the argmax has rank 1 (the Logprob.rank vLLM returns is 1-based)
+    logits = torch.tensor([[0.5, 2.0, 1.0, 1.0], [3.0, -1.0, 0.0, 2.0]])
+    tokens = torch.tensor([1, 2])
+    out = torch.zeros(2, dtype=torch.int64)
+    k.HostLaunch(k._ranks)[(2,)](out, logits, logits.stride(0), tokens, 4, BLOCK_SIZE=8192)
+    assert out.tolist() == [1, 3]
+    k.HostLaunch(k._ranks)[(2,)](out, logits, logits.stride(0), torch.tensor([2, 1]), 4,
+                                 BLOCK_SIZE=8192)
+    assert out.tolist() == [3, 4]  # row 0: token 2 ties token 3, both counted
+
+
 def test_gumbel_sample_greedy_rows_are_argmax_and_seeded_rows_repeat():
     logits = torch.tensor([[0.1, 2.0, 0.3], [1.0, 1.0, 1.0]])
     idx = torch.tensor([0, 1])

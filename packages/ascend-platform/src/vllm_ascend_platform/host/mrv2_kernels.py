@@ -547,11 +547,12 @@ def compute_token_logprobs(logits, token_ids):
 
 def _ranks(grid, output_ptr, logits_ptr, logits_stride, token_ids_ptr, vocab_size,
            BLOCK_SIZE=None, **_: Any) -> None:
-    """``_ranks_kernel``: rank of the sampled token = number of logits strictly greater."""
+    """``_ranks_kernel``: 1-based rank of the chosen token = number of logits greater than or
+    equal to its own (itself included; vLLM's kernel counts ``logits >= x``)."""
     n = _grid(grid, 0)
     x = logits_ptr[:n, :vocab_size]
     chosen = x.gather(-1, token_ids_ptr[:n].to(torch.int64)[:, None])
-    output_ptr[:n] = (x > chosen).sum(dim=-1)
+    output_ptr[:n] = (x >= chosen).sum(dim=-1)
 
 
 # ---- vllm/v1/worker/gpu/spec_decode/ (n-gram + greedy verification) --------------------------

@@ -230,3 +230,13 @@ def test_installed_checkout_is_consistent():
         pytest.skip("meta-package vllm-ascend not installed")
     assert ranges["vllm-ascend-platform"] == "<0.3,>=0.2"
     assert version_check.layer_skew_problems() == []
+
+
+def test_runner_choice_follows_the_installed_code_and_agrees_with_the_release(monkeypatch):
+    import vllm
+
+    real = str(vllm.__version__)
+    assert version_check.uses_model_runner_v2() is version_check.is_model_runner_v2_version(real)
+    # a differently spelled build (dev/patched) of the same code picks the same runner
+    monkeypatch.setattr(vllm, "__version__", "0.33.1.dev12+gabc123")
+    assert version_check.uses_model_runner_v2() is version_check.is_model_runner_v2_version(real)

@@ -261,8 +261,11 @@ def runner_label(version: str) -> str:
 
 
 def uses_model_runner_v2() -> bool:
-    """True on vLLM >= 0.34, which has only Model Runner V2 (``vllm/v1/worker/gpu/``); the V1
-    runner ``NPUModelRunner`` subclasses is gone there (docs/model-runner-v2.md)."""
-    import vllm
+    """True when the installed vLLM has only Model Runner V2 (``vllm/v1/worker/gpu/``): vLLM 0.34
+    deleted the V1 runner ``NPUModelRunner`` subclasses (``vllm/v1/worker/gpu_model_runner.py``,
+    docs/model-runner-v2.md). Decided by the installed code, not by ``vllm.__version__`` (which
+    a dev or patched build may spell otherwise); doctor's :func:`runner_label` judges a version
+    string the same way for the released lines."""
+    import importlib.util
 
-    return is_model_runner_v2_version(str(vllm.__version__))
+    return importlib.util.find_spec("vllm.v1.worker.gpu_model_runner") is None

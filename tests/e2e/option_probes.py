@@ -79,6 +79,10 @@ ARG_PROBES: dict[str, list[str]] = {
     "mamba_cache_philox_rounds": ["--mamba-cache-philox-rounds", "2"],
     "worker_cls": ["--worker-cls", "vllm.v1.worker.gpu_worker.Worker"],
     "model_impl": ["--model-impl", "transformers"],
+    # vLLM 0.34 only (options/table_lines.py); the checkpoint flag needs sleep mode in vLLM's
+    # own ModelConfig check, so the probe turns that on (a supported option)
+    "enable_extensible_kv_cache": ["--enable-extensible-kv-cache"],
+    "checkpoint_prepare_on_startup": ["--enable-sleep-mode", "--checkpoint-prepare-on-startup"],
 }
 
 #: refused engine arguments without a CLI flag -> EngineArgs field values

@@ -271,7 +271,7 @@ def test_chat_message_over_limit(server, client, model):
     _still_healthy(server, client, model)
 
 
-# ---- offline: a dev build of the supported vLLM release (0.33) starts -------------
+# ---- offline: a dev build of the installed supported vLLM release starts -------------
 OFFLINE = textwrap.dedent("""
     import json, sys
     import vllm
@@ -300,7 +300,11 @@ def offline(model_path, tmp_path_factory):
     script = tmp_path_factory.mktemp("offline") / "offline.py"
     script.write_text(OFFLINE)
     env = emulation_env(VLLM_ENABLE_V1_MULTIPROCESSING="0")
-    proc = subprocess.run([sys.executable, str(script), model_path, "0.33.1.dev12+gabc123"],
+    import vllm
+
+    # a dev build of the installed release line (0.33.1.dev12+gabc123 on 0.33, 0.34.1... on 0.34)
+    line = ".".join(str(vllm.__version__).split(".")[:2])
+    proc = subprocess.run([sys.executable, str(script), model_path, f"{line}.1.dev12+gabc123"],
                           env=env, capture_output=True, text=True, timeout=900)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, proc.stdout[-3000:] + proc.stderr[-3000:]

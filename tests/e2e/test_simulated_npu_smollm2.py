@@ -5,7 +5,9 @@
 The whole NPU code path of the plugin runs on CPU over ``ascend_ops.simulator``
 (docs/simulated-npu.md): torch_npu operators with their published schemas and constraints, ACL
 graphs captured and replayed by the simulated ``NPUGraph``, attention parameters updated per
-replay through ``graph_task_update``. One child process builds three engines in turn:
+replay through ``graph_task_update``. Two child processes build three engines: the eager one
+alone (its checks do not depend on the graph layer, so they run on every vLLM line's runner),
+then the two graph ones in turn:
 
 * ``eager``: ``enforce_eager=True``;
 * ``graph``: vLLM's default execution mode (FULL_AND_PIECEWISE; capture sizes 1, 2, ... 64:
@@ -42,17 +44,23 @@ def prompts(prompt_ids) -> list[list[int]]:
 
 
 @pytest.fixture(scope="module")
-def runs(model_path, prompts, tmp_path_factory) -> dict:
+def eager_run(model_path, prompts, tmp_path_factory) -> dict:
+    spec = {"model": model_path, "prompts": prompts, "max_tokens": MAX_TOKENS, "engine": ENGINE,
+            "runs": [{"name": "eager", "engine": {"enforce_eager": True}}]}
+    return run_child(spec, tmp_path_factory.mktemp("sim_smollm2_eager"))["eager"]
+
+
+@pytest.fixture(scope="module")
+def runs(model_path, prompts, tmp_path_factory, eager_run) -> dict:
     spec = {
         "model": model_path, "prompts": prompts, "max_tokens": MAX_TOKENS, "engine": ENGINE,
         "runs": [
-            {"name": "eager", "engine": {"enforce_eager": True}},
             {"name": "graph", "engine": GRAPH},
             {"name": "graph_no_update", "engine": GRAPH, "expect_error": True,
              "env": {"VLLM_ASCEND_GRAPH_PARAM_UPDATE": "0"}},
         ],
     }
-    return run_child(spec, tmp_path_factory.mktemp("sim_smollm2"))
+    return {"eager": eager_run, **run_child(spec, tmp_path_factory.mktemp("sim_smollm2"))}
 
 
 @pytest.mark.sim_only
@@ -78,8 +86,15 @@ def test_graph_tokens_equal_eager(runs):
         assert g == e, f"prompt {k}: graph {g} != eager {e}"
 
 
-def test_eager_agrees_with_hf_teacher_forced(runs, model_path, prompts):
-    result = teacher_forced(model_path, prompts, runs["eager"]["tokens"])
+@pytest.mark.sim_only
+def test_eager_ran_on_the_simulated_npu_path(eager_run):
+    facts = eager_run["facts"]
+    assert facts["simulated"] and facts["backends"] == ["npu"], facts["backends"]
+    assert facts["cudagraph_mode"] == "NONE"
+
+
+def test_eager_agrees_with_hf_teacher_forced(eager_run, model_path, prompts):
+    result = teacher_forced(model_path, prompts, eager_run["tokens"])
     assert_agreement(result, "SmolLM2 float16 simulated NPU vs HF float32")
 
 

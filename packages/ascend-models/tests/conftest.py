@@ -31,6 +31,11 @@ def _vllm_cpu_platform_when_none_resolves() -> None:
     resolves ``UnspecifiedPlatform``, whose empty ``device_type`` makes every ``VllmConfig`` fail
     ("Failed to infer device type"). Done before the test modules import vLLM code that binds
     ``current_platform``; an active Ascend platform (``VLLM_ASCEND_EMULATE=1``) is kept.
+
+    vLLM 0.34's ``CpuPlatform.check_and_update_config`` (vllm/platforms/cpu.py) refuses an x86
+    host without Triton ("vLLM on x86 CPUs requires Triton (triton-cpu)"), which is about its
+    CPU model runner; these tests build configs and layers only, never that runner, so the
+    stand-in runs vLLM's method with the flag it reads set for the duration of the call.
     """
     import vllm.platforms as platforms
 
@@ -38,7 +43,19 @@ def _vllm_cpu_platform_when_none_resolves() -> None:
         return
     from vllm.platforms.cpu import CpuPlatform
 
-    platforms._current_platform = CpuPlatform()
+    class ConfigOnlyCpuPlatform(CpuPlatform):
+        @classmethod
+        def check_and_update_config(cls, vllm_config):
+            import vllm.triton_utils as triton_utils
+
+            saved = triton_utils.HAS_TRITON
+            triton_utils.HAS_TRITON = True
+            try:
+                super().check_and_update_config(vllm_config)
+            finally:
+                triton_utils.HAS_TRITON = saved
+
+    platforms._current_platform = ConfigOnlyCpuPlatform()
 
 
 _vllm_cpu_platform_when_none_resolves()

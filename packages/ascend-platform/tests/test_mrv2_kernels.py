@@ -81,6 +81,38 @@ def test_apply_write_addresses_rows_by_stride():
     assert out.tolist() == [[9, 0, 0, 0], [0, 0, 0, 0], [0, 7, 8, 0]]
 
 
+def test_ranks_are_one_based_counting_ties_and_the_token_itself():
+    # vllm/v1/worker/gpu/sample/logprob.py _ranks_kernel: rank = #(logits >= logit of the token),
+    # so the argmax has rank 1 (the Logprob.rank vLLM returns is 1-based)
+    logits = torch.tensor([[0.5, 2.0, 1.0, 1.0], [3.0, -1.0, 0.0, 2.0]])
+    tokens = torch.tensor([1, 2])
+    out = torch.zeros(2, dtype=torch.int64)
+    k.HostLaunch(k._ranks)[(2,)](out, logits, logits.stride(0), tokens, 4, BLOCK_SIZE=8192)
+    assert out.tolist() == [1, 3]
+    k.HostLaunch(k._ranks)[(2,)](out, logits, logits.stride(0), torch.tensor([2, 1]), 4,
+                                 BLOCK_SIZE=8192)
+    assert out.tolist() == [3, 4]  # row 0: token 2 ties token 3, both counted
+
+
+def test_prompt_embeds_overlay_rows_past_computed_tokens_and_skip_token_id_positions():
+    # vllm/v1/worker/gpu/model_states/prompt_embeds.py _apply_prompt_embeds_kernel: request
+    # state 1 has 4 embedding rows, 1 already computed, 2 scheduled now: rows 1, 2 land at the
+    # batch row's query start, except where the mask marks a token id (row 2 here)
+    hidden = 3
+    embeds = torch.arange(12, dtype=torch.float32).view(4, hidden)
+    mask = torch.tensor([0, 0, 1, 0], dtype=torch.uint8)
+    out = torch.full((5, hidden), -1.0)
+    ptrs = torch.tensor([0, embeds.data_ptr()], dtype=torch.int64).view(torch.uint64)
+    masks = torch.tensor([0, mask.data_ptr()], dtype=torch.int64).view(torch.uint64)
+    k.HostLaunch(k._apply_prompt_embeds)[(2, 1)](
+        out, out.stride(0), ptrs, masks, torch.tensor([0, 4], dtype=torch.int32),
+        torch.tensor([0, 1]), torch.tensor([0, 3, 5], dtype=torch.int32),
+        torch.tensor([7, 1]), hidden, TOKEN_BLOCK=16, BLOCK_SIZE=1024)
+    # batch row 0 (state 0) has no embeddings: untouched; batch row 1 starts at token 3
+    assert out[:3].eq(-1).all() and out[3].tolist() == [3.0, 4.0, 5.0]
+    assert out[4].tolist() == [-1.0, -1.0, -1.0]  # embedding row 2 is a token id: kept
+
+
 def test_gumbel_sample_greedy_rows_are_argmax_and_seeded_rows_repeat():
     logits = torch.tensor([[0.1, 2.0, 0.3], [1.0, 1.0, 1.0]])
     idx = torch.tensor([0, 1])

@@ -110,7 +110,7 @@ def test_unsupported_vllm_exits_in_one_line(monkeypatch):
         plugin.platform_plugin()
     msg = str(err.value.code)
     assert "\n" not in msg and "vLLM 0.30.0 is installed" in msg
-    assert f"vllm-ascend-platform {vllm_ascend_platform.__version__} (supports vLLM >=0.33,<0.34)" in msg
+    assert f"vllm-ascend-platform {vllm_ascend_platform.__version__} (supports vLLM >=0.33,<0.35)" in msg
 
 
 def test_unsupported_vllm_with_skip_warns_and_runs(monkeypatch, caplog):

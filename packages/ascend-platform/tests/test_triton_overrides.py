@@ -9,6 +9,15 @@ import pytest
 import torch
 from vllm_ascend_platform.host import triton_overrides
 from vllm_ascend_platform.host.triton_overrides import compute_slot_mapping
+from vllm_ascend_platform.startup.version_check import uses_model_runner_v2
+
+#: the tests of the runner's per-group block tables need Model Runner V1 (vLLM 0.33)
+V1_BLOCK_TABLES = pytest.mark.skipif(
+    uses_model_runner_v2(),
+    reason="vLLM 0.34 deleted vllm/v1/worker/block_table.py (Model Runner V1) and the patch "
+           "block-table-direct-slot-mapping with it: MRv2 computes every KV group's slots in "
+           "one launch (block_table._compute_slot_mappings_kernel), whose host stand-in "
+           "test_mrv2_kernels.py checks")
 
 FORMS = {"numpy": triton_overrides._slot_mapping_numpy, "torch": triton_overrides._slot_mapping_torch}
 
@@ -66,6 +75,7 @@ def _multi_group_table(modes):
     return tables
 
 
+@V1_BLOCK_TABLES
 def test_direct_slot_mapping_fills_each_table_past_the_launcher():
     """The runner's block tables call compute_slot_mapping directly: same slots as the formula,
     padding past the step's tokens, vLLM's class method untouched, a state-cache group skipped."""
@@ -87,6 +97,7 @@ def test_direct_slot_mapping_fills_each_table_past_the_launcher():
     assert out[3:].tolist() == [-1] * 13
 
 
+@V1_BLOCK_TABLES
 def test_direct_slot_mapping_leaves_context_parallel_tables_alone():
     from vllm.v1.worker.block_table import SlotMappingMode
 
@@ -97,6 +108,7 @@ def test_direct_slot_mapping_leaves_context_parallel_tables_alone():
 
 
 
+@V1_BLOCK_TABLES
 def test_runner_switches_only_where_the_override_is_vllms_kernel(monkeypatch):
     """On an NPU (override not registered: vLLM launches its own kernel) the runner leaves the
     block tables alone; on the host, where vLLM's launch ends in our override, it switches them."""

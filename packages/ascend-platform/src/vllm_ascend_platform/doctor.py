@@ -134,6 +134,8 @@ def collect() -> dict[str, Any]:
     except Exception as exc:
         problems.append(f"vLLM is installed but fails to import: {type(exc).__name__}: {exc}")
     versions["vllm"] = vllm_version
+    # the model runner the worker builds for this vLLM (V1 on 0.33, Model Runner V2 from 0.34)
+    report["runner"] = version_check.runner_label(vllm_version) if vllm_version else None
     if vllm_version is None and not any("fails to import" in p for p in problems):
         problems.append(f"vLLM is not installed: {version_check.install_hint(version_check.PLATFORM_VLLM)}")
     elif vllm_version is not None and not version_check.is_supported_vllm(vllm_version):
@@ -276,6 +278,7 @@ def render(report: dict[str, Any]) -> str:
         f"soc:       {report['soc'] or 'n/a'}",
         "versions:  " + ", ".join(f"{k} {v[k] or 'not installed'}" for k in ("vllm", "torch", "torch_npu"))
         + f", CANN {v['cann'] or 'not found'}",
+        f"runner:    {report.get('runner') or 'n/a (no vLLM)'}",
         "layers:",
     ]
     for layer in report["layers"]:

@@ -62,6 +62,19 @@ def _tensor_at(ptr: int) -> torch.Tensor:
             "registers its block tables after initialize_kv_cache (register_pointers)") from None
 
 
+def _host_tensor_at(ptr: int, count: int, dtype: torch.dtype) -> torch.Tensor:
+    """The ``count`` elements of ``dtype`` at host address ``ptr``, shared (no copy): a
+    registered tensor when there is one, else a view of that memory. Only for the host modes,
+    where vLLM's "device" tensors are host memory; the caller keeps the owner alive (vLLM's
+    ``PromptEmbedsState.gpu_tensors`` holds the tensors its pointer tables name)."""
+    if ptr in _POINTERS:
+        return _POINTERS[ptr].reshape(-1).view(dtype)[:count]
+    import ctypes
+
+    nbytes = count * torch.empty((), dtype=dtype).element_size()
+    return torch.frombuffer((ctypes.c_byte * nbytes).from_address(ptr), dtype=dtype, count=count)
+
+
 def _tensors_at(ptrs: torch.Tensor) -> list[torch.Tensor]:
     # uint64 on the host: read through int64 (same bits; addresses are < 2**63)
     return [_tensor_at(int(p)) for p in ptrs.view(torch.int64).tolist()]
@@ -619,11 +632,45 @@ def compute_token_logprobs(logits, token_ids):
 
 def _ranks(grid, output_ptr, logits_ptr, logits_stride, token_ids_ptr, vocab_size,
            BLOCK_SIZE=None, **_: Any) -> None:
-    """``_ranks_kernel``: rank of the sampled token = number of logits strictly greater."""
+    """``_ranks_kernel``: 1-based rank of the chosen token = number of logits greater than or
+    equal to its own (itself included; vLLM's kernel counts ``logits >= x``)."""
     n = _grid(grid, 0)
     x = logits_ptr[:n, :vocab_size]
     chosen = x.gather(-1, token_ids_ptr[:n].to(torch.int64)[:, None])
-    output_ptr[:n] = (x > chosen).sum(dim=-1)
+    output_ptr[:n] = (x >= chosen).sum(dim=-1)
+
+
+# ---- vllm/v1/worker/gpu/model_states/prompt_embeds.py ----------------------------------------
+
+def _apply_prompt_embeds(grid, inputs_embeds_ptr, inputs_embeds_stride, embeds_ptrs_ptr,
+                         mask_ptrs_ptr, embeds_lens_ptr, idx_mapping_ptr, query_start_loc_ptr,
+                         num_computed_tokens_ptr, hidden_size, TOKEN_BLOCK=None, BLOCK_SIZE=None,
+                         **_: Any) -> None:
+    """``_apply_prompt_embeds_kernel``: for each batch row whose request still has prompt
+    embeddings past its computed tokens, copy rows ``num_computed .. num_computed + n`` of them
+    (n = the row's scheduled tokens, capped by the embeddings left) onto ``inputs_embeds`` at
+    the row's query start, skipping positions the request's mask marks as token ids. The
+    per-request embeddings and masks arrive as uint64 host addresses (``PromptEmbedsState``)."""
+    num_reqs = _grid(grid, 0)
+    ptrs = embeds_ptrs_ptr.view(torch.int64).tolist()
+    masks = mask_ptrs_ptr.view(torch.int64).tolist()
+    lens = embeds_lens_ptr.tolist()
+    idx = idx_mapping_ptr[:num_reqs].tolist()
+    qsl = query_start_loc_ptr[:num_reqs + 1].tolist()
+    computed = num_computed_tokens_ptr.tolist()
+    for b, req in enumerate(idx):
+        total, done = lens[req], computed[req]
+        rows = min(qsl[b + 1] - qsl[b], total - done)
+        if done >= total or rows <= 0:
+            continue
+        src = _host_tensor_at(ptrs[req], total * hidden_size, inputs_embeds_ptr.dtype)
+        src = src.view(total, hidden_size)[done:done + rows]
+        dst = inputs_embeds_ptr[qsl[b]:qsl[b] + rows]
+        if masks[req] == 0:
+            dst[:, :hidden_size] = src
+        else:
+            keep = _host_tensor_at(masks[req], total, torch.uint8)[done:done + rows] == 0
+            dst[keep, :hidden_size] = src[keep]
 
 
 # ---- vllm/v1/worker/gpu/spec_decode/ (n-gram; verification: host/mrv2_spec_decode.py) --------------------------
@@ -698,6 +745,8 @@ KERNELS: dict[str, Any] = {
     f"{G}.input_batch.post_update": post_update,
     f"{G}.input_batch.post_update_num_computed_tokens": post_update_num_computed_tokens,
     f"{G}.input_batch.expand_idx_mapping": expand_idx_mapping,
+    f"{G}.model_states.prompt_embeds._apply_prompt_embeds_kernel":
+        HostLaunch(_apply_prompt_embeds),
     f"{G}.sample.gumbel.gumbel_sample": gumbel_sample,
     f"{G}.sample.gumbel.apply_temperature": apply_temperature,
     f"{G}.sample.logprob.compute_token_logprobs": compute_token_logprobs,

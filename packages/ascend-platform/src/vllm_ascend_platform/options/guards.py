@@ -2,12 +2,13 @@
 # Copyright 2026 The vllm-ascend authors
 """Start-up checks the support table needs beyond its value checks (option_support.ARG_CHECKS).
 
-* :data:`EARLY_ARGS`: refused engine arguments that vLLM (0.32, 0.33) itself rejects on a non-CUDA
+* :data:`EARLY_ARGS`: refused engine arguments that vLLM (0.32 to 0.34) itself rejects on a non-CUDA
   platform while ``EngineArgs.create_engine_config`` builds the sub-configs, before any platform
   hook sees the finished ``VllmConfig`` (``ParallelConfig.__post_init__`` for ``enable_eplb`` /
   ``enable_elastic_ep``, ``ModelConfig.__post_init__`` for ``enable_cumem_allocator``,
   ``EngramConfig.verify_model_config`` for ``engram_config``, ``create_engine_config`` itself for
-  ``enable_fault_tolerance``; ``vllm/config/*.py``, ``vllm/engine/arg_utils.py``). Their upstream
+  ``enable_fault_tolerance``, ``VllmConfig.__post_init__`` for 0.34's
+  ``enable_extensible_kv_cache``; ``vllm/config/*.py``, ``vllm/engine/arg_utils.py``). Their upstream
   messages do not say what to change on Ascend, so the ``early-option-refusals`` patch checks the
   ``EngineArgs`` first and raises our refusal (the same text features.check_features gives).
 * :func:`ir_provider_refusal`: ``--ir-op-priority`` / ``--kernel-config`` ``ir_op_priority`` may
@@ -24,7 +25,10 @@ from typing import Any
 
 #: engine arguments checked on EngineArgs before vLLM's own checks (module docstring)
 EARLY_ARGS = ("enable_eplb", "enable_elastic_ep", "enable_cumem_allocator", "engram_config",
-              "enable_fault_tolerance", "fault_tolerance_config")
+              "enable_fault_tolerance", "fault_tolerance_config",
+              # vLLM 0.34 only (VllmConfig._resolve_extensible_kv_cache raises off CUDA); an
+              # EngineArgs without the field (0.33) is not asked for it
+              "enable_extensible_kv_cache")
 #: IR-op providers that run on Ascend (vLLM's reference "native" and the models layer's)
 IR_PROVIDERS = ("ascend", "native")
 IR_FIX = ("name only the providers 'ascend' and 'native' in --ir-op-priority / "
@@ -36,7 +40,7 @@ def early_refusals() -> list:
     from vllm_ascend_platform.options import support as S
     from vllm_ascend_platform.options.refusal import Refusal
 
-    fixes = {r.name: r.evidence for r in S.rows() if r.kind == S.KINDS[0]}
+    fixes = {r.name: r.evidence for r in S.rows(line=S.EVERY_LINE) if r.kind == S.KINDS[0]}
 
     def requested(name: str):
         ok = S.ARG_CHECKS[name][1]

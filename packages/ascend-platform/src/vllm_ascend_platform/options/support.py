@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""Which vLLM 0.33 options the Ascend platform serves, refuses, or leaves to vLLM.
+"""Which vLLM 0.33 / 0.34 options the Ascend platform serves, refuses, or leaves to vLLM.
 
-The table (options/table.py, options/table_env.py) classifies every engine argument, quantization
+The table (options/table.py, options/table_env.py, and options/table_lines.py for the rows of
+one vLLM line only) classifies every engine argument, quantization
 method, ``--kv-cache-dtype`` choice and ``VLLM_*`` variable read below the engine; this module
 lists the same names from vLLM itself (:func:`vllm_names`), turns the "refused" rows into
 start-up refusals that features.py runs (:func:`option_refusals`), and renders
@@ -11,6 +12,7 @@ docs/option-support.md (``python -m vllm_ascend_platform.options.support > docs/
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Callable
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from vllm_ascend_platform.options import table as T
+from vllm_ascend_platform.options import table_lines as L
 from vllm_ascend_platform.options.table_env import ENV_GROUPS
 
 KINDS = ("engine argument", "quantization", "kv_cache_dtype", "environment variable")
@@ -37,26 +40,57 @@ class Row:
     status: str
     evidence: str
     default: str | None = None  # environment variables: the value that is not refused
+    #: the vLLM versions that define the option (PEP 440 specifier); None: every supported line
+    vllm: str | None = None
 
 
-def _expand(kind: str, groups) -> list[Row]:
+#: ``rows(line=EVERY_LINE)``: the rows of every supported vLLM line
+EVERY_LINE = "every line"
+
+
+def _expand(kind: str, groups, vllm: str | None = None) -> list[Row]:
     out = []
-    for status, evidence, names, *default in groups:
-        out += [Row(kind, n, status, evidence, *default) for n in names.split()]
+    for status, evidence, names, *rest in groups:
+        default = rest[0] if rest else None
+        out += [Row(kind, n, status, evidence, default, vllm) for n in names.split()]
     return out
 
 
-def rows() -> list[Row]:
-    """Every row of the table, in table order."""
-    return [*_expand(KINDS[0], T.ARG_GROUPS), *_expand(KINDS[1], T.QUANT_GROUPS),
-            *_expand(KINDS[2], T.KV_GROUPS), *_expand(KINDS[3], ENV_GROUPS)]
+def _on_line(row: Row, version: str) -> bool:
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    if row.vllm is None:
+        return True
+    try:  # judged by the release, as the version check does (0.34.0+empty is 0.34.0)
+        release = Version(".".join(str(p) for p in Version(version).release))
+    except InvalidVersion:
+        return True
+    return SpecifierSet(row.vllm).contains(release, prereleases=True)
+
+
+def rows(line: str | None = None) -> list[Row]:
+    """The rows of the table, in table order: those of the vLLM version ``line`` (default: the
+    installed vLLM; every line when vLLM is not installed), or of every supported line with
+    ``line=EVERY_LINE`` (options/table_lines.py)."""
+    removed = {(KINDS[k], n): spec for spec, k, names in L.REMOVED for n in names.split()}
+    every = [*_expand(KINDS[0], T.ARG_GROUPS), *_expand(KINDS[1], T.QUANT_GROUPS),
+             *_expand(KINDS[2], T.KV_GROUPS), *_expand(KINDS[3], ENV_GROUPS)]
+    every = [dataclasses.replace(r, vllm=removed.get((r.kind, r.name))) for r in every]
+    for spec, k, groups in L.LINE_GROUPS:
+        every += _expand(KINDS[k], groups, spec)
+    every.sort(key=lambda r: KINDS.index(r.kind))  # stable: table order within a kind
+    if line is None:
+        line = L.installed_vllm() or EVERY_LINE
+    if line == EVERY_LINE:
+        return every
+    return [r for r in every if _on_line(r, line)]
 
 
 def vllm_names() -> dict[str, set[str]]:
     """The option names the installed vLLM itself defines, per kind: ``EngineArgs`` dataclass fields
     (the CLI flags), ``QUANTIZATION_METHODS``, the ``CacheDType`` literal, and the variables of
     ``vllm/envs.py`` read in :data:`BELOW_ENGINE`."""
-    import dataclasses
     import typing
 
     import vllm
@@ -145,6 +179,9 @@ ARG_CHECKS: dict[str, tuple[str, Any]] = {
     "enable_moe_shared_loras": (_L + "enable_moe_shared_loras", False),
     "specialize_active_lora": (_L + "specialize_active_lora", False),
     "enable_fault_tolerance": (_P + "enable_fault_tolerance", False),
+    # vLLM 0.34 only (options/table_lines.py): None (default) resolves to False off CUDA
+    "enable_extensible_kv_cache": (_C + "enable_extensible_kv_cache", lambda v: not v),
+    "checkpoint_prepare_on_startup": (_M + "checkpoint_prepare_on_startup", False),
     "fault_tolerance_config": (_P + "fault_tolerance_config", _SAME),
     "weight_transfer_config": ("weight_transfer_config", None),
     "mamba_cache_dtype": (_C + "mamba_cache_dtype", "auto"),
@@ -274,15 +311,17 @@ def _kv_refused(vllm_config: Any, _ascend_config: Any) -> bool:
 
 # ---- rendering -----------------------------------------------------------------------------
 def render_markdown() -> str:
-    """docs/option-support.md: one table per kind, rows in table order."""
-    import vllm
+    """docs/option-support.md: one table per kind, rows in table order, the rows of every
+    supported vLLM line (a line-only row names its range), so the page is the same whichever
+    supported vLLM renders it."""
+    from vllm_ascend_platform.startup.version_check import PLATFORM_VLLM
 
     lines = [
         "# vLLM option support on Ascend",
         "",
-        f"Generated from vLLM {vllm.__version__} and the support table "
+        f"Covers the supported vLLM versions ({PLATFORM_VLLM}); generated from the support table "
         "(`packages/ascend-platform/src/vllm_ascend_platform/options/table.py`, "
-        "`options/table_env.py`) by `python -m vllm_ascend_platform.options.support > "
+        "`options/table_env.py`, `options/table_lines.py`) by `python -m vllm_ascend_platform.options.support > "
         "docs/option-support.md`; `packages/ascend-platform/tests/test_option_table.py` fails when vLLM's lists and "
         "the table differ, `tests/e2e/test_option_sweep.py` starts or refuses each row.",
         "",
@@ -292,7 +331,7 @@ def render_markdown() -> str:
         "- **not ours**: the platform does not affect it (the reason is given).",
         "",
     ]
-    all_rows = rows()
+    all_rows = rows(line=EVERY_LINE)
     for kind in KINDS:
         these = [r for r in all_rows if r.kind == kind]
         counts = {s: sum(r.status == s for r in these) for s in (T.SUPPORTED, T.REFUSED, T.NOT_OURS)}
@@ -301,7 +340,8 @@ def render_markdown() -> str:
         for r in these:
             evidence = r.evidence.replace("|", "\\|")
             name = flag(r.name) if kind == KINDS[0] else r.name
-            lines.append(f"| `{name}` | {r.status} | {evidence} |")
+            only = f" (vLLM {r.vllm} only)" if r.vllm else ""
+            lines.append(f"| `{name}`{only} | {r.status} | {evidence} |")
         lines.append("")
     return "\n".join(lines)
 

@@ -25,7 +25,6 @@ import torch.nn as nn
 from vllm.config import VllmConfig
 from vllm.logger import init_logger
 from vllm.model_executor.model_loader import get_model
-from vllm.v1.kv_cache_interface import FullAttentionSpec
 from vllm.v1.utils import CpuGpuBuffer
 from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
@@ -237,40 +236,12 @@ class NPUModelRunner(AscendLoRARunnerMixin, GPUModelRunner):
         return self.model
 
     def _zero_block_ids(self, block_ids: list[int]) -> None:
-        """Zero newly allocated attention blocks (stale data must not leak), in every mode.
+        """Zero newly allocated attention blocks (stale data must not leak), in every mode,
+        through the layers' backends (worker/kv_zeroing.py, shared with the MRv2 runner)."""
+        from vllm_ascend_platform.worker.kv_zeroing import zero_block_ids
 
-        ``block_ids`` are KV-manager blocks; a layer whose cache is split into smaller kernel
-        blocks holds ``ratio = kv_cache.shape[0] // num_blocks`` of them per manager block
-        (vLLM ``KVBlockZeroer`` in ``vllm/v1/worker/utils.py``). The Ascend backends do not
-        use vLLM's per-block page layout (each layer's slab is reinterpreted as separate K and
-        V caches), so zeroing is asked of the layer's backend class when it offers
-        ``zero_kv_cache_blocks(kv_cache, kernel_block_ids, layer)``; other backends get block rows
-        of dim 0 zeroed.
-        """
-        if not block_ids:
-            return
-        ids = torch.tensor(block_ids, dtype=torch.long)
-        num_blocks = self.kv_cache_config.num_blocks
-        seen: set[int] = set()
-        for group in self.kv_cache_config.kv_cache_groups:
-            if not isinstance(group.kv_cache_spec, FullAttentionSpec):
-                continue
-            for layer_name in group.layer_names:
-                layer = self.compilation_config.static_forward_context.get(layer_name)
-                kv = getattr(layer, "kv_cache", None)
-                if not isinstance(kv, torch.Tensor) or kv.numel() == 0 or kv.data_ptr() in seen:
-                    continue
-                seen.add(kv.data_ptr())
-                ratio = max(kv.shape[0] // num_blocks, 1)
-                kernel_ids = (ids[:, None] * ratio + torch.arange(ratio)).reshape(-1)
-                kernel_ids = kernel_ids.to(kv.device)
-                get_backend = getattr(layer, "get_attn_backend", None)
-                backend = get_backend() if callable(get_backend) else None
-                zero = getattr(backend, "zero_kv_cache_blocks", None)
-                if zero is not None:
-                    zero(kv, kernel_ids, layer)
-                else:
-                    kv.index_fill_(0, kernel_ids, 0)
+        zero_block_ids(self.kv_cache_config, self.compilation_config.static_forward_context,
+                       block_ids)
 
 
 def _module_bytes(*modules: nn.Module | None) -> int:

@@ -148,6 +148,15 @@ class NPUModelRunnerV2(AscendLoRARunnerMixin, GPUModelRunner):
             mrv2_kernels.register_pointers(
                 [b.gpu for b in tables.block_tables] + list(tables.input_block_tables))
 
+    def _init_kv_zero_meta(self) -> None:
+        """Install the KV-block zeroer (called by vLLM's worker when the KV cache needs zeroing):
+        vLLM's ``KVBlockZeroer`` is a Triton kernel over its own page layout; the Ascend
+        backends zero their K/V caches themselves (worker/kv_zeroing.py, as the V1 runner's
+        ``_zero_block_ids``)."""
+        from vllm_ascend_platform.worker.kv_zeroing import BackendKVBlockZeroer
+
+        self.kv_block_zeroer = BackendKVBlockZeroer(self)
+
     # ---- host modes: weights counted on the host -----------------------------------------------
     def load_model(self, *args: Any, **kwargs: Any) -> None:
         """vLLM's load; on the host (emulation, simulated NPU) the weight bytes are counted (no

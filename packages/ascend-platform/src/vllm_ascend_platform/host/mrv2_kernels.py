@@ -76,7 +76,7 @@ def _tensors_at(ptrs: torch.Tensor) -> list[torch.Tensor]:
         return cached[1]
     # uint64 on the host: read through int64 (same bits; addresses are < 2**63)
     found = [_tensor_at(int(p)) for p in ptrs.view(torch.int64).tolist()]
-    ptrs._ascend_host_tensors = (key, found)  # type: ignore[attr-defined]
+    ptrs._ascend_host_tensors = (key, found)
     return found
 
 

@@ -44,13 +44,16 @@ _MASK32 = 0xFFFFFFFF
 # ---- pointer tables (block tables) ----------------------------------------------------------
 
 _POINTERS: dict[int, torch.Tensor] = {}
+_GENERATION = 0  # bumped by every registration: cached pointer-table reads are checked against it
 
 
 def register_pointers(tensors: list[torch.Tensor]) -> None:
     """Make ``tensors`` findable by their ``data_ptr()`` (the values vLLM's ``BlockTables``
     packs into ``block_table_ptrs``/``input_block_table_ptrs``, ``_make_ptr_tensor``)."""
+    global _GENERATION
     for t in tensors:
         _POINTERS[t.data_ptr()] = t
+    _GENERATION += 1
 
 
 def _tensor_at(ptr: int) -> torch.Tensor:
@@ -76,8 +79,18 @@ def _host_tensor_at(ptr: int, count: int, dtype: torch.dtype) -> torch.Tensor:
 
 
 def _tensors_at(ptrs: torch.Tensor) -> list[torch.Tensor]:
+    """The registered tensors a uint64 pointer table names. The table is read once and the
+    answer kept on the table tensor itself, keyed by its version counter (bumped by any
+    in-place write) and the registry generation: vLLM builds these tables once per KV-cache
+    initialisation, so a step reads no device memory for them."""
+    key = (ptrs._version, _GENERATION)
+    cached = getattr(ptrs, "_ascend_host_tensors", None)
+    if cached is not None and cached[0] == key:
+        return cached[1]
     # uint64 on the host: read through int64 (same bits; addresses are < 2**63)
-    return [_tensor_at(int(p)) for p in ptrs.view(torch.int64).tolist()]
+    found = [_tensor_at(int(p)) for p in ptrs.view(torch.int64).tolist()]
+    ptrs._ascend_host_tensors = (key, found)
+    return found
 
 
 class HostLaunch:
@@ -99,29 +112,70 @@ def _grid(grid: Any, dim: int) -> int:
     return int(grid[dim]) if dim < len(grid) else 1
 
 
+# ---- helpers shared by the step kernels -------------------------------------------------------
+#
+# The stand-ins below never read a device value back to the host (no ``int(t)``, ``.tolist()``,
+# ``bool(t)``, ``nonzero``, boolean-mask indexing or ``repeat_interleave`` without
+# ``output_size``): on the simulated NPU each would be a host sync, and none is needed. Their
+# loops are over Python ints the caller already holds (grid sizes, ``.shape``). Token-level work
+# runs over the whole token buffer, whose length is known without a read; each token finds its
+# batch row in ``query_start_loc`` with ``searchsorted``, and rows past the batch are masked.
+
+
+def _token_rows(query_start_loc: torch.Tensor, num_reqs: int,
+                num_tokens: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """For token slots ``0..num_tokens-1`` of a batch of ``num_reqs`` (> 0) requests: the slot
+    index ``t`` [num_tokens] int64, the batch row owning it (``qsl[b] <= t < qsl[b + 1]``,
+    clamped to the last row for slots past the batch) and whether it is inside the batch."""
+    t = torch.arange(num_tokens, dtype=torch.int64, device=query_start_loc.device)
+    b = torch.searchsorted(query_start_loc[1:num_reqs + 1], t, right=True)
+    inside = b < num_reqs
+    return t, b.clamp_max(num_reqs - 1), inside
+
+
+def _masked_assign(target: torch.Tensor, index: tuple[torch.Tensor, ...], values: torch.Tensor,
+                   mask: torch.Tensor) -> None:
+    """``target[index] = values`` where ``mask``, without selecting the masked entries (which
+    would read the mask back): the masked-out entries add 0 through an accumulating put.
+    Their indices must be in range (clamp them); the kept ones must be distinct, as the
+    kernels' stores are."""
+    delta = values.to(target.dtype) - target[index]
+    target.index_put_(index, torch.where(mask, delta, torch.zeros_like(delta)), accumulate=True)
+
+
 # ---- vllm/v1/worker/gpu/buffer_utils.py ------------------------------------------------------
 
 def _apply_write(grid, output_ptr, output_stride, write_indices_ptr, write_starts_ptr,
                  write_contents_ptr, write_cu_lens_ptr, write_group_ids_ptr, BLOCK_SIZE=None,
                  MULTI_GROUP=False, **_: Any) -> None:
     """``_apply_write_kernel``: write ``n`` staged slices, slice ``i`` = contents
-    ``[cu[i-1], cu[i])`` into row ``indices[i]`` from column ``starts[i]``."""
+    ``[cu[i-1], cu[i])`` into row ``indices[i]`` from column ``starts[i]`` (the kernel's
+    addressing: base + row * row_stride + start; 1-D targets have stride 1). ``contents``
+    holds exactly ``cu[n-1]`` elements (``StagedWriteTensor.apply_write`` and
+    ``FusedStagedWriter.apply`` copy exactly the staged length), so every element is written."""
     n = _grid(grid, 0)
-    idx = write_indices_ptr[:n].tolist()
-    starts = write_starts_ptr[:n].tolist()
-    cu = write_cu_lens_ptr[:n].tolist()
-    if MULTI_GROUP:
-        outputs = _tensors_at(output_ptr)
-        groups = write_group_ids_ptr[:n].tolist()
-        strides = output_stride.tolist()
-    prev = 0
-    for i in range(n):
-        # the kernel's addressing: base + row * row_stride + start (1-D targets: stride 1)
-        out = (outputs[groups[i]] if MULTI_GROUP else output_ptr).view(-1)
-        stride = strides[groups[i]] if MULTI_GROUP else int(output_stride)
-        at = idx[i] * stride + starts[i]
-        out[at:at + cu[i] - prev] = write_contents_ptr[prev:cu[i]]
-        prev = cu[i]
+    num_elems = write_contents_ptr.shape[0]
+    if n == 0 or num_elems == 0:
+        return
+    dev = write_contents_ptr.device
+    cu = write_cu_lens_ptr[:n].to(torch.int64)
+    e = torch.arange(num_elems, dtype=torch.int64, device=dev)
+    i = torch.searchsorted(cu, e, right=True).clamp_max(n - 1)  # slice of each element
+    first = torch.cat([cu.new_zeros(1), cu[:-1]])[i]
+    col = write_starts_ptr[:n].to(torch.int64)[i] + (e - first)
+    row = write_indices_ptr[:n].to(torch.int64)[i]
+    contents = write_contents_ptr[:num_elems]
+    if not MULTI_GROUP:
+        out = output_ptr.view(-1)
+        out.index_put_((row * int(output_stride) + col,), contents.to(out.dtype))
+        return
+    outputs = _tensors_at(output_ptr)
+    group = write_group_ids_ptr[:n].to(torch.int64)[i]
+    strides = output_stride.to(torch.int64)
+    at = row * strides[group] + col
+    for g, out in enumerate(outputs):
+        flat = out.view(-1)
+        _masked_assign(flat, (at.clamp(0, flat.numel() - 1),), contents, group == g)
 
 
 # ---- vllm/v1/worker/gpu/block_table.py -------------------------------------------------------
@@ -139,17 +193,17 @@ def _gather_block_tables(grid, batch_idx_to_req_idx, src_block_table_ptrs, dst_b
     req = batch_idx_to_req_idx[:num_reqs].to(torch.int64)
     for g in range(num_groups):
         src, dst = srcs[g], dsts[g]
-        counts = num_blocks_ptr[g, req].to(torch.int64)
-        rows = src[req]
-        cols = torch.arange(src.shape[1])
-        keep = cols[None, :] < counts[:, None]
-        if MASK_SLIDING_WINDOW:
-            reach = int(sliding_window_reach_ptr[g])
-            if reach > 0:
+        if num_reqs > 0:
+            counts = num_blocks_ptr[g, req].to(torch.int64)
+            rows = src[req]
+            cols = torch.arange(src.shape[1], device=src.device)
+            if MASK_SLIDING_WINDOW:
+                reach = sliding_window_reach_ptr[g].to(torch.int64)
                 first = num_computed_tokens_ptr[req].to(torch.int64)
-                num_null = (first - reach).clamp_min(0) // int(block_sizes_ptr[g])
-                rows = torch.where(cols[None, :] >= num_null[:, None], rows, 0)
-        dst[:num_reqs] = torch.where(keep, rows, dst[:num_reqs])
+                num_null = (first - reach).clamp_min(0) // block_sizes_ptr[g].to(torch.int64)
+                num_null = torch.where(reach > 0, num_null, torch.zeros_like(num_null))
+                rows = torch.where(cols[None, :] >= num_null[:, None], rows, torch.zeros_like(rows))
+            dst[:num_reqs] = torch.where(cols[None, :] < counts[:, None], rows, dst[:num_reqs])
         if num_rows > num_reqs:
             dst[num_reqs:num_rows] = 0
 
@@ -166,48 +220,58 @@ def _compute_slot_mappings(grid, max_num_tokens, idx_mapping, query_start_loc, p
         raise NotImplementedError("MRv2 host kernels: context parallelism (_compute_slot_"
                                   "mappings_kernel with CP_SIZE > 1)")
     num_groups, num_reqs = _grid(grid, 0), _grid(grid, 1) - 1
-    tables = _tensors_at(block_table_ptrs)
-    qsl = query_start_loc[: num_reqs + 1].to(torch.int64)
-    total = int(qsl[-1]) if num_reqs > 0 else 0
+    # token slots the batch can occupy: no more than ``pos`` holds (the tail is PAD)
+    n = min(int(max_num_tokens), pos.shape[0])
+    if num_reqs > 0 and n > 0:
+        tables = _tensors_at(block_table_ptrs)
+        _, b, inside = _token_rows(query_start_loc, num_reqs, n)
+        req = idx_mapping[:num_reqs].to(torch.int64)[b]
+        real = inside & (req >= 0)
+        p = pos[:n].to(torch.int64)
     for g in range(num_groups):
         out = slot_mappings_ptr[g]
-        if total:
-            counts = qsl[1:] - qsl[:-1]
-            req_of_token = torch.repeat_interleave(idx_mapping[:num_reqs].to(torch.int64), counts)
-            p = pos[:total].to(torch.int64)
-            bs = int(block_sizes[g])
-            real = req_of_token >= 0
-            enabled = bool(slot_mapping_enabled[g])
-            block_idx = p // bs if enabled else torch.zeros_like(p)
+        if num_reqs > 0 and n > 0:
             table = tables[g]
-            numbers = table[req_of_token.clamp_min(0), block_idx].to(torch.int64)
-            slots = numbers * bs + p % bs
-            ok = real & enabled
-            out[:total] = torch.where(ok, slots, PAD_ID)
-        out[total:max_num_tokens] = PAD_ID
+            bs = block_sizes[g].to(torch.int64)
+            enabled = slot_mapping_enabled[g]
+            block_idx = torch.where(enabled, p // bs, torch.zeros_like(p))
+            numbers = table[req.clamp_min(0), block_idx.clamp(0, table.shape[1] - 1)]
+            slots = numbers.to(torch.int64) * bs + p % bs
+            out[:n] = torch.where(real & enabled, slots, PAD_ID)
+            out[n:max_num_tokens] = PAD_ID
+        else:
+            out[:max_num_tokens] = PAD_ID
 
 
 # ---- vllm/v1/worker/gpu/input_batch.py (wrapper level) ---------------------------------------
 
 def prepare_prefill_inputs(input_ids, next_prefill_tokens, idx_mapping, query_start_loc,
                            all_token_ids, prefill_len, num_computed_tokens) -> None:
-    """``prepare_prefill_inputs``: for each prefilling request, copy its scheduled prompt
-    tokens into ``input_ids`` and the next ``num_lookahead`` prompt tokens (0 past the prompt)
-    into column ``req`` of ``next_prefill_tokens``."""
+    """``prepare_prefill_inputs``: for each prefilling request (computed < prefill length),
+    copy its scheduled prompt tokens into ``input_ids`` and the next ``num_lookahead`` prompt
+    tokens (0 past the prompt) into column ``req`` of ``next_prefill_tokens``."""
+    n = idx_mapping.shape[0]
+    if n == 0:
+        return
+    width = all_token_ids.shape[1]
+    r = idx_mapping.to(torch.int64)
+    plen = prefill_len[r].to(torch.int64)
+    done = num_computed_tokens[r].to(torch.int64)
+    prefilling = done < plen
+    qsl = query_start_loc[: n + 1].to(torch.int64)
+    t, b, inside = _token_rows(qsl, n, input_ids.shape[0])
+    col = (done[b] + t - qsl[b]).clamp(0, width - 1)
+    tokens = all_token_ids[r[b], col].to(input_ids.dtype)
+    input_ids.copy_(torch.where(inside & prefilling[b], tokens, input_ids))
     num_lookahead = next_prefill_tokens.shape[0]
-    qsl = query_start_loc.tolist()
-    for b, r in enumerate(idx_mapping.tolist()):
-        plen, done = int(prefill_len[r]), int(num_computed_tokens[r])
-        if done >= plen:
-            continue
-        start, end = qsl[b], qsl[b + 1]
-        n = end - start
-        input_ids[start:end] = all_token_ids[r, done:done + n]
-        if num_lookahead:
-            ahead = torch.arange(done + n, done + n + num_lookahead)
-            valid = ahead < plen
-            vals = all_token_ids[r, ahead.clamp_max(all_token_ids.shape[1] - 1)]
-            next_prefill_tokens[:, r] = torch.where(valid, vals, 0).to(next_prefill_tokens.dtype)
+    if num_lookahead:
+        ahead = (done + qsl[1:] - qsl[:-1])[None, :] + torch.arange(
+            num_lookahead, dtype=torch.int64, device=r.device)[:, None]  # [lookahead, n]
+        vals = all_token_ids[r[None, :], ahead.clamp(0, width - 1)]
+        vals = torch.where(ahead < plen[None, :], vals, torch.zeros_like(vals))
+        rows = torch.arange(num_lookahead, device=r.device)[:, None].expand(-1, n)
+        _masked_assign(next_prefill_tokens, (rows, r[None, :].expand(num_lookahead, -1)), vals,
+                       prefilling[None, :].expand(num_lookahead, -1))
 
 
 def prepare_pos_seq_lens(idx_mapping, query_start_loc, num_computed_tokens, pos,
@@ -216,38 +280,47 @@ def prepare_pos_seq_lens(idx_mapping, query_start_loc, num_computed_tokens, pos,
     done + query_len, seq_lens past the batch zeroed (full-graph padding)."""
     num_reqs = idx_mapping.shape[0]
     qsl = query_start_loc[: num_reqs + 1].to(torch.int64)
-    counts = qsl[1:] - qsl[:-1]
     done = num_computed_tokens[idx_mapping.to(torch.int64)].to(torch.int64)
-    total = int(qsl[-1]) if num_reqs else 0
-    if total:
-        first = torch.repeat_interleave(done - qsl[:-1], counts)
-        pos[:total] = first + torch.arange(total)
-    seq_lens[:num_reqs] = (done + counts).to(seq_lens.dtype)
+    seq_lens[:num_reqs] = (done + qsl[1:] - qsl[:-1]).to(seq_lens.dtype)
     seq_lens[num_reqs:] = 0
+    if num_reqs:
+        t, b, inside = _token_rows(qsl, num_reqs, pos.shape[0])
+        pos.copy_(torch.where(inside, (done[b] - qsl[b] + t).to(pos.dtype), pos))
 
 
 def combine_sampled_and_draft_tokens(input_ids, idx_mapping, last_sampled_tokens,
                                      query_start_loc, seq_lens, prefill_len, draft_tokens,
                                      cu_num_logits, num_logits, num_new_sampled_tokens=1):
     """``combine_sampled_and_draft_tokens``: logits indices = the last ``num_logits`` query
-    rows of each request; decoding requests get their last sampled token (and drafts) written
-    into ``input_ids``."""
-    logits_indices = torch.empty(num_logits, dtype=torch.int64)
-    qsl = query_start_loc.tolist()
-    cu = cu_num_logits.tolist()
-    for b, r in enumerate(idx_mapping.tolist()):
-        n_logits = cu[b + 1] - cu[b]
+    rows of each request; decoding requests (seq_len > prefill_len) get their last sampled
+    token (when its position is past the prompt) and their drafts written into ``input_ids``."""
+    n = idx_mapping.shape[0]
+    dev = input_ids.device
+    if n == 0:
+        return torch.empty(num_logits, dtype=torch.int64, device=dev)
+    r = idx_mapping.to(torch.int64)
+    cu = cu_num_logits[: n + 1].to(torch.int64)
+    query_end = query_start_loc[1:n + 1].to(torch.int64)
+    # logits row i of request b: query_end[b] - (cu[b + 1] - i)
+    i = torch.arange(num_logits, dtype=torch.int64, device=dev)
+    b = torch.searchsorted(cu[1:], i, right=True).clamp_max(n - 1)
+    logits_indices = query_end[b] - cu[1:][b] + i
+    n_logits = cu[1:] - cu[:-1]
+    seq_len = seq_lens[:n].to(torch.int64)
+    plen = prefill_len[r].to(torch.int64)
+    decoding = seq_len > plen
+    if num_new_sampled_tokens > 0:
+        start = (query_end - n_logits).clamp(0, input_ids.shape[0] - 1)
+        # [max_num_reqs, 1] in vLLM 0.34 (states.py): the kernel addresses it flat
+        _masked_assign(input_ids, (start,), last_sampled_tokens.reshape(-1)[r],
+                       decoding & (seq_len - n_logits >= plen))
+    width = draft_tokens.shape[-1]
+    if width:
         n_draft = n_logits - num_new_sampled_tokens
-        query_end = qsl[b + 1]
-        start = query_end - n_logits
-        logits_indices[cu[b]:cu[b + 1]] = torch.arange(start, query_end)
-        seq_len, plen = int(seq_lens[b]), int(prefill_len[r])
-        if seq_len <= plen:
-            continue
-        if num_new_sampled_tokens > 0 and seq_len - n_logits >= plen:
-            input_ids[start] = last_sampled_tokens[r]
-        if n_draft > 0:
-            input_ids[query_end - n_draft:query_end] = draft_tokens[r, :n_draft]
+        j = torch.arange(width, dtype=torch.int64, device=dev)
+        at = (query_end - n_draft)[:, None] + j[None, :]
+        _masked_assign(input_ids, (at.clamp(0, input_ids.shape[0] - 1),), draft_tokens[r],
+                       decoding[:, None] & (j[None, :] < n_draft[:, None]))
     return logits_indices
 
 
@@ -268,28 +341,38 @@ def post_update(idx_mapping, num_computed_tokens, last_sampled_tokens, output_bi
                 total_len, draft_tokens=None, draft_tokens_out=None) -> None:
     """``post_update``: after sampling, per request (idx >= 0): keep drafts, append the sampled
     tokens to ``all_token_ids``, set the last sampled token, count output tokens for penalties,
-    advance ``num_computed_tokens`` by query_len - rejected."""
-    qsl = query_start_loc.tolist() if query_start_loc is not None else None
-    ns, nr = num_sampled.tolist(), num_rejected.tolist()
-    for b, r in enumerate(idx_mapping.tolist()):
-        if r < 0:
-            continue
-        if draft_tokens is not None:
-            draft_tokens_out[r] = draft_tokens[b]
-        total = int(total_len[r])
-        k = ns[b]
-        if k > 0:
-            toks = sampled_tokens[b, :k]
-            last_sampled_tokens[r] = toks[-1]
-            total_len[r] = total + k
-            all_token_ids[r, total:total + k] = toks.to(all_token_ids.dtype)
-            if output_bin_counts is not None:
-                output_bin_counts[r].index_add_(
-                    0, toks.to(torch.int64), torch.ones(k, dtype=output_bin_counts.dtype))
-        query_len = (qsl[b + 1] - qsl[b]) if qsl is not None else 0
-        delta = query_len - nr[b]
-        if delta:
-            num_computed_tokens[r] += delta
+    advance ``num_computed_tokens`` by query_len - rejected. Rows with idx < 0 change nothing
+    (their updates add 0)."""
+    n = idx_mapping.shape[0]
+    if n == 0:
+        return
+    idx = idx_mapping.to(torch.int64)
+    valid = idx >= 0
+    r = idx.clamp_min(0)
+    k = num_sampled[:n].to(torch.int64)
+    if draft_tokens is not None and draft_tokens.shape[1]:
+        _masked_assign(draft_tokens_out, (r,), draft_tokens[:n], valid[:, None])
+    width = sampled_tokens.shape[1]
+    total = total_len[r].to(torch.int64)
+    has = valid & (k > 0)
+    last = sampled_tokens[:n].gather(1, (k - 1).clamp(0, width - 1)[:, None])[:, 0]
+    # [max_num_reqs, 1] in vLLM 0.34 (states.py, contiguous): the kernel addresses it flat
+    _masked_assign(last_sampled_tokens.view(-1), (r,), last, has)
+    _masked_assign(total_len, (r,), total + k, has)
+    j = torch.arange(width, dtype=torch.int64, device=idx.device)
+    cell = valid[:, None] & (j[None, :] < k[:, None])  # [n, width]: tokens sampled this step
+    rows = r[:, None].expand(-1, width)
+    cols = (total[:, None] + j[None, :]).clamp(0, all_token_ids.shape[1] - 1)
+    _masked_assign(all_token_ids, (rows, cols), sampled_tokens[:n], cell)
+    if output_bin_counts is not None:
+        tokens = sampled_tokens[:n].to(torch.int64).clamp(0, output_bin_counts.shape[1] - 1)
+        output_bin_counts.index_put_((rows, tokens), cell.to(output_bin_counts.dtype),
+                                     accumulate=True)
+    delta = -num_rejected[:n].to(torch.int64)
+    if query_start_loc is not None:
+        delta = delta + (query_start_loc[1:n + 1] - query_start_loc[:n]).to(torch.int64)
+    num_computed_tokens.index_add_(
+        0, r, torch.where(valid, delta, torch.zeros_like(delta)).to(num_computed_tokens.dtype))
 
 
 def post_update_num_computed_tokens(idx_mapping, num_computed_tokens, query_start_loc) -> None:
@@ -419,7 +502,14 @@ def gumbel_sample(logits, expanded_idx_mapping, temperature, seed, pos, apply_te
     fp64 noise from ``murmur3_uniform64`` with ``use_fp64``). With a draft-logits cache
     (``draft_sample_method="probabilistic"``) the pre-temperature logits (``logits_cache_source``
     if given) are stored at [row, col] and the seed is mixed with the column
-    (``spec_step_seed``), as ``gumbel_block_argmax`` does."""
+    (``spec_step_seed``), as ``gumbel_block_argmax`` does.
+
+    Without a draft-logits cache or fp64 noise (a plain sampling step), which rows are greedy is
+    not read back (a host sync on a device): the noise is drawn for every row and kept where
+    T != 0. An all-greedy batch does not come here on the host: the runner's sampler knows it
+    from its host copy of the temperatures and takes :func:`greedy_sample`
+    (``worker/mrv2_sampler.py``). With drafts the noise is drawn only for the sampled rows'
+    finite logits (:func:`murmur3_noise_at`), which reads the masks back."""
     x = logits if bias is None else (logits.float() + bias.float()).to(logits.dtype)
     idx = expanded_idx_mapping.to(torch.int64)
     cols = None
@@ -431,6 +521,13 @@ def gumbel_sample(logits, expanded_idx_mapping, temperature, seed, pos, apply_te
     valid = idx >= 0
     temp = torch.where(valid, temperature[idx.clamp_min(0)].float(), 0.0)
     noisy = temp != 0
+    if cols is None and not use_fp64:
+        z = x / torch.where(noisy, temp, 1.0)[:, None] if apply_temperature else x
+        p = pos.to(torch.int64)[:, None] + (_DRAFT_NOISE_SALT if is_drafting else 0)
+        s = seed[idx.clamp_min(0)].to(torch.int64)[:, None]
+        keys = torch.arange(x.shape[1], dtype=torch.int64, device=x.device)[None, :]
+        u = murmur3_uniform32(s, p, keys)
+        return greedy_sample(torch.where(noisy[:, None], z + gumbel_of(u), x))
     if bool(noisy.any()):
         rows = noisy.nonzero().squeeze(1)
         t = temp[rows, None].to(x.dtype)
@@ -443,13 +540,22 @@ def gumbel_sample(logits, expanded_idx_mapping, temperature, seed, pos, apply_te
         noise = murmur3_noise_at(s, p[:, 0], z > float("-inf"), gumbel_of, 0.0, use_fp64)
         x = x.clone()
         x[rows] = z + noise
-    # one argmax over every row (greedy rows as they are, sampled rows noised): the device's
-    # greedy op (docs/model-runner-v2.md: AscendSampler's greedy path moves here)
-    if use_fp64 or x.shape[0] == 0:
+    # one argmax over every row (greedy rows as they are, sampled rows noised)
+    if use_fp64:
         return x.argmax(dim=-1)
+    return greedy_sample(x)
+
+
+def greedy_sample(logits: torch.Tensor) -> torch.Tensor:
+    """Index of each row's largest logit, ``torch.argmax(dim=-1)`` semantics (the first maximal
+    index; NaN counts as the largest): ``logits`` [rows, vocab] float -> [rows] int64, through
+    ``ascend_ops.greedy_argmax`` (a C++ kernel parallel over rows in emulation, ``argmax`` on the
+    NPU and the simulated NPU); an empty batch takes ``argmax`` (shape only, no kernel)."""
+    if logits.shape[0] == 0:
+        return logits.argmax(dim=-1)
     import ascend_ops
 
-    return ascend_ops.greedy_argmax(x)
+    return ascend_ops.greedy_argmax(logits)
 
 
 def apply_temperature(logits, expanded_idx_mapping, temperature) -> None:

@@ -161,10 +161,15 @@ class NPUModelRunnerV2(AscendLoRARunnerMixin, GPUModelRunner):
     def load_model(self, *args: Any, **kwargs: Any) -> None:
         """vLLM's load; on the host (emulation, simulated NPU) the weight bytes are counted (no
         device allocator for ``DeviceMemoryProfiler`` to ask), which the KV budget reads
-        (``NPUWorker._kv_budget``); simulated, they are accounted on the simulated device."""
+        (``NPUWorker._kv_budget``); simulated, they are accounted on the simulated device.
+        vLLM builds its sampler here; on the host all-greedy batches are then decided on the
+        host (``worker/mrv2_sampler.py``)."""
         with patched("device-stream-api"):
             super().load_model(*args, **kwargs)
         if self.device.type == "cpu":
+            from vllm_ascend_platform.worker import mrv2_sampler
+
+            mrv2_sampler.install(self)
             self.model_memory_usage = _module_bytes(self.model, self.get_draft_model())
             if self.simulated:
                 self._device_holding.hold("weights", self.model_memory_usage)

@@ -521,6 +521,8 @@ def gumbel_sample(logits, expanded_idx_mapping, temperature, seed, pos, apply_te
     valid = idx >= 0
     temp = torch.where(valid, temperature[idx.clamp_min(0)].float(), 0.0)
     noisy = temp != 0
+    if pos is None:  # callers pass no positions for an all-greedy batch (mrv2_spec_decode)
+        return x.argmax(dim=-1) if use_fp64 else greedy_sample(x)
     if cols is None and not use_fp64:
         z = x / torch.where(noisy, temp, 1.0)[:, None] if apply_temperature else x
         p = pos.to(torch.int64)[:, None] + (_DRAFT_NOISE_SALT if is_drafting else 0)

@@ -51,7 +51,7 @@ class device_stream_api:  # noqa: N801  (used as a context-manager function)
         # vLLM 0.34's PP sampled-token relay (vllm/v1/worker/gpu/pp_utils.py, PPHandler) calls
         # Tensor.record_stream, which torch has no CPU kernel for: host tensors skip it
         self._saved_record_stream = torch.Tensor.__dict__.get("record_stream")
-        torch.Tensor.record_stream = _record_stream  # type: ignore[method-assign]
+        torch.Tensor.record_stream = _record_stream
 
     # patch: device-stream-api (undoes)
     def __exit__(self, *exc: object) -> None:
@@ -64,7 +64,7 @@ class device_stream_api:  # noqa: N801  (used as a context-manager function)
         if self._saved_record_stream is None:
             del torch.Tensor.record_stream
         else:
-            torch.Tensor.record_stream = self._saved_record_stream  # type: ignore[method-assign]
+            torch.Tensor.record_stream = self._saved_record_stream
 
 
 _TENSOR_RECORD_STREAM = torch._C.TensorBase.record_stream

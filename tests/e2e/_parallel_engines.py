@@ -3,7 +3,7 @@
 """The engine runs of ``test_parallel.py``: greedy tokens from one engine (in the caller's process
 or, run as a script, in a child process the test starts).
 
-Script usage: ``run MODEL OUT TP PP [ep] [graph]``, ``dp MODEL OUT`` or ``ray MODEL OUT``; the
+Script usage: ``run MODEL OUT TP PP [ep] [graph]``, ``dp MODEL OUT [ep]`` or ``ray MODEL OUT``; the
 result is written to ``OUT`` as JSON.
 """
 
@@ -118,9 +118,14 @@ def _generate_ray(model: str, prompts: list[list[int]]) -> dict:
         ray.shutdown()
 
 
-def _generate_dp(model: str, prompts: list[list[int]]) -> dict:
+def _generate_dp(model: str, prompts: list[list[int]], **engine_kw) -> dict:
     """Data parallel 2 through ``AsyncLLM`` (vLLM's online DP path: one engine core per DP rank
-    behind a DP coordinator; ``LLM()`` refuses DP>1 and offline SPMD DP is MoE-only)."""
+    behind a DP coordinator; ``LLM()`` refuses DP>1 and offline SPMD DP is MoE-only).
+
+    A dense model's DP ranks run as independent DP=1 engines (``EngineCoreProc``); a MoE
+    model's are ``DPEngineCoreProc``s that agree every step on the batch shape
+    (``dispatch_cg_and_sync_dp``, ``vllm/v1/worker/gpu/dp_utils.py`` on vLLM 0.34), an idle rank
+    running dummy batches, and their MoE layers gather tokens across the DP ranks."""
     import asyncio
 
     from vllm import SamplingParams
@@ -130,7 +135,8 @@ def _generate_dp(model: str, prompts: list[list[int]]) -> dict:
 
     args = AsyncEngineArgs(model=model, dtype="float32", max_model_len=256, enforce_eager=True,
                            gpu_memory_utilization=0.5, seed=0, max_num_seqs=8,
-                           data_parallel_size=2, dp_sync_interval=4)  # vLLM's default: 16
+                           data_parallel_size=2, dp_sync_interval=4,  # vLLM's default: 16
+                           **engine_kw)
     params = SamplingParams(temperature=0.0, max_tokens=NEW_TOKENS, ignore_eos=True)
 
     async def one(engine, i, p):
@@ -154,7 +160,7 @@ def _generate_dp(model: str, prompts: list[list[int]]) -> dict:
 
 
 def _child_main(argv: list[str]) -> None:
-    """``run MODEL OUT TP PP [ep] [graph]``, ``dp MODEL OUT`` or ``ray MODEL OUT``."""
+    """``run MODEL OUT TP PP [ep] [graph]``, ``dp MODEL OUT [ep]`` or ``ray MODEL OUT``."""
     _child_env()
     mode, model, out = argv[0], argv[1], argv[2]
     if mode == "run":
@@ -167,7 +173,7 @@ def _child_main(argv: list[str]) -> None:
         tokens = _generate(model, PROMPTS, tensor_parallel_size=tp, pipeline_parallel_size=pp,
                            enable_expert_parallel="ep" in flags, **kw)
     elif mode == "dp":
-        tokens = _generate_dp(model, PROMPTS)
+        tokens = _generate_dp(model, PROMPTS, enable_expert_parallel="ep" in argv[3:])
     elif mode == "ray":
         tokens = _generate_ray(model, PROMPTS)
     else:

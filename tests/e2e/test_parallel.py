@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""TP=2 (multiproc and Ray executors), PP=2, DP=2 and EP=2 in CPU emulation give the same greedy
-tokens as TP=1 (NPUCommunicator/gloo).
+"""TP=2 (multiproc and Ray executors), PP=2, DP=2 and EP=2 (also DP=2 with EP on a MoE model) in
+CPU emulation give the same greedy tokens as TP=1 (NPUCommunicator/gloo).
 
 Model: a tiny random-weight Qwen3 checkpoint made here with transformers' ``Qwen3ForCausalLM``
 (float32, 4 query / 2 KV heads, 2 layers) and the SmolLM2 tokenizer (from
@@ -271,19 +271,44 @@ def test_dp2_single_request_completes(dp2, reference):
     assert dp2["single"] == reference[2]
 
 
-@pytest.mark.timeout(TEST_TIMEOUT_S)
-def test_ep2_matches_ep1(tmp_path, in_process):
-    """Expert parallelism: a tiny Qwen3-MoE with TP=2 + enable_expert_parallel (each
-    rank holds half the experts; results combined through our communicator) gives the tokens of
-    the single-device run."""
+@pytest.fixture(scope="module")
+def tiny_moe(tmp_path_factory) -> str:
+    """A tiny random-weight Qwen3-MoE checkpoint (moe_checkpoints.save_tiny)."""
     from moe_checkpoints import save_tiny
 
     from vllm_ascend import demo_model
 
-    moe = save_tiny("qwen3_moe", tmp_path / "moe", str(demo_model.prepare()))
-    ep1 = _generate(moe, PROMPTS)
+    return save_tiny("qwen3_moe", tmp_path_factory.mktemp("moe") / "moe", str(demo_model.prepare()))
+
+
+@pytest.fixture(scope="module")
+def moe_reference(tiny_moe, in_process) -> list[list[int]]:
+    """The MoE model's single-device tokens, computed in this process."""
+    return _generate(tiny_moe, PROMPTS)
+
+
+@pytest.mark.timeout(TEST_TIMEOUT_S)
+def test_ep2_matches_ep1(tiny_moe, moe_reference):
+    """Expert parallelism: a tiny Qwen3-MoE with TP=2 + enable_expert_parallel (each
+    rank holds half the experts; results combined through our communicator) gives the tokens of
+    the single-device run."""
+    ep1 = moe_reference
     assert len(ep1) == len(PROMPTS) and all(len(t) == NEW_TOKENS for t in ep1)
-    assert _generate(moe, PROMPTS, tensor_parallel_size=2, enable_expert_parallel=True) == ep1
+    assert _generate(tiny_moe, PROMPTS, tensor_parallel_size=2, enable_expert_parallel=True) == ep1
+
+
+def test_dp2_ep_moe_matches_dp1(tiny_moe, moe_reference, tmp_path):
+    """DP=2 with expert parallelism on the tiny Qwen3-MoE (``AsyncLLM``; each DP rank an engine
+    core holding half the experts): the DP ranks agree on every step's batch shape through our
+    CPU group (vLLM 0.34: ``dispatch_cg_and_sync_dp``), an idle rank runs dummy batches, tokens
+    cross ranks through our communicator; all prompts at once and then a single request (one
+    rank idle) give the single-device tokens."""
+    out, log = str(tmp_path / "dp2_moe.json"), str(tmp_path / "dp2_moe.log")
+    _wait_all([(_spawn(["dp", tiny_moe, out, "ep"], log), log)])
+    with open(out) as f:
+        got = json.load(f)
+    assert got["batch"] == moe_reference
+    assert got["single"] == moe_reference[2]
 
 
 def test_ray_tp2_matches_tp1(tiny_qwen3, reference, tmp_path):

@@ -46,3 +46,18 @@ def test_one_scope_object_is_not_entered_twice():
     with scope:  # usable again once exited
         assert torch.cuda.Stream is device.stream_api()["Stream"]
     assert _current() == before
+
+
+def test_record_stream_skips_host_tensors_inside_and_is_torchs_outside():
+    """vLLM 0.34's PP relay (vllm/v1/worker/gpu/pp_utils.py) calls ``Tensor.record_stream``;
+    torch has no CPU kernel for it, so inside the scope a host tensor skips it; outside,
+    torch's method (and its NotImplementedError for CPU tensors) is back."""
+    t = torch.zeros(3)
+    with patched("device-stream-api"):
+        assert t.record_stream(torch.cuda.current_stream()) is None
+        with device_stream_api():  # nested scopes restore in order
+            t.record_stream(torch.cuda.current_stream())
+        t.record_stream(torch.cuda.current_stream())
+    assert "record_stream" not in torch.Tensor.__dict__
+    with pytest.raises(NotImplementedError):
+        t.record_stream(torch.Stream(device="cpu"))

@@ -83,7 +83,8 @@ _declare(Patch(
     target="torch:cuda",
     vllm_versions=VLLM_033_034,
     why="GPUModelRunner calls torch.cuda.Stream/Event/current_stream/stream and torch.Event "
-        "directly; around our runner's calls they resolve to ascend_ops.device",
+        "directly; around our runner's calls they resolve to ascend_ops.device (and "
+        "Tensor.record_stream skips host tensors: vLLM 0.34's PP relay calls it)",
     check=_has(*CUDA_STREAM_API),
     apply=_call("vllm_ascend_platform.worker.device_stream.device_stream_api"),
     scope="scoped", when="around NPUModelRunner construction, steps and graph capture",

@@ -48,6 +48,10 @@ class device_stream_api:  # noqa: N801  (used as a context-manager function)
         # (vllm/v1/worker/gpu/async_utils.py, stream()); prototype: the device's when it has one,
         # else a no-op (host stand-in streams: every op has completed when it returns)
         cuda.set_stream = api.get("set_stream", _host_set_stream)
+        # vLLM 0.34's PP sampled-token relay (vllm/v1/worker/gpu/pp_utils.py, PPHandler) calls
+        # Tensor.record_stream, which torch has no CPU kernel for: host tensors skip it
+        self._saved_record_stream = torch.Tensor.__dict__.get("record_stream")
+        torch.Tensor.record_stream = _record_stream
 
     # patch: device-stream-api (undoes)
     def __exit__(self, *exc: object) -> None:
@@ -57,6 +61,23 @@ class device_stream_api:  # noqa: N801  (used as a context-manager function)
         for name, value in zip(self._NAMES, saved, strict=True):
             setattr(torch.cuda, name, value)
         torch.cuda.set_stream = self._saved_set_stream
+        if self._saved_record_stream is None:
+            del torch.Tensor.record_stream
+        else:
+            torch.Tensor.record_stream = self._saved_record_stream
+
+
+_TENSOR_RECORD_STREAM = torch._C.TensorBase.record_stream
+
+
+def _record_stream(tensor: torch.Tensor, stream: Any) -> None:
+    """``Tensor.record_stream`` that skips host tensors (CPU emulation, simulated NPU): their
+    memory is not handed out by a stream-ordered caching allocator, so there is no reuse to
+    delay, and torch has no CPU kernel for ``aten::record_stream`` (NotImplementedError).
+    Device tensors go to torch's method."""
+    if tensor.device.type == "cpu":
+        return
+    _TENSOR_RECORD_STREAM(tensor, stream)
 
 
 def _host_set_stream(stream: Any) -> None:

@@ -173,6 +173,11 @@ class NPUModelRunnerV2(AscendLoRARunnerMixin, GPUModelRunner):
             self.model_memory_usage = _module_bytes(self.model, self.get_draft_model())
             if self.simulated:
                 self._device_holding.hold("weights", self.model_memory_usage)
+            # vLLM's own "Model loading took" line measured 0 here (no device allocator);
+            # the counted bytes, as NPUModelRunner.load_model logs them
+            logger.info_once("Model weights take %.3f GiB of %s device memory.",
+                             self.model_memory_usage / (1 << 30),
+                             "simulated" if self.simulated else "emulated")
 
     def get_model(self) -> nn.Module:
         return self.model

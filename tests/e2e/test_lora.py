@@ -169,6 +169,15 @@ GRAPH_BATCHES = [
 ]
 
 
+def _has_lora(desc) -> bool:
+    """Whether a graph's key is a LoRA graph: vLLM 0.33's ``BatchDescriptor.has_lora``
+    (``vllm/forward_context.py``); vLLM 0.34's MRv2 keys FULL graphs by
+    ``BatchExecutionDescriptor`` (``vllm/v1/worker/gpu/cudagraph_utils.py``), which counts the
+    active adapters instead (``num_active_loras``)."""
+    has_lora = getattr(desc, "has_lora", None)
+    return bool(has_lora) if has_lora is not None else desc.num_active_loras > 0
+
+
 @pytest.fixture(scope="module")
 def graph_llm(model_path):
     _close_eager()  # one engine at a time
@@ -189,10 +198,10 @@ def test_graph_mode_follows_the_active_adapters(graph_llm, adapters, oracles, or
     assert graph_llm.llm_engine.vllm_config.compilation_config.cudagraph_mode.name == \
         "FULL_AND_PIECEWISE"
     full = engine_wrappers(graph_llm, CUDAGraphMode.FULL)
-    assert any(d.has_lora for w in full for d in w.entries), "no FULL graph with LoRA captured"
+    assert any(_has_lora(d) for w in full for d in w.entries), "no FULL graph with LoRA captured"
 
     def lora_replays() -> int:
-        return sum(e.num_replays for w in full for d, e in w.entries.items() if d.has_lora)
+        return sum(e.num_replays for w in full for d, e in w.entries.items() if _has_lora(d))
 
     for batch in GRAPH_BATCHES:
         start = lora_replays()

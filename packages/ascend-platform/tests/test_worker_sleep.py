@@ -57,3 +57,41 @@ def test_successful_sleep_is_left_asleep(monkeypatch):
     worker.sleep(1)
     assert woken == []
     assert worker.sleep_mode_backend.state() == "SUSPENDED"
+
+
+class _Manager:
+    """MRv2's graph manager surface ``wake_up`` uses (``CudaGraphManager.release_graphs``)."""
+
+    def __init__(self, calls: list[str]) -> None:
+        self.calls = calls
+
+    def release_graphs(self) -> None:
+        self.calls.append("release_graphs")
+
+
+@pytest.mark.parametrize("mrv2", [True, False])
+def test_wake_up_after_dropped_graphs_releases_the_manager_then_captures(monkeypatch, mrv2):
+    """A moved restore dropped the captured graphs: ``wake_up`` empties the MRv2 graph
+    manager's table (else it would dispatch to the dropped graphs) before capturing again;
+    the V1 runner, which has no manager, only captures again."""
+    calls: list[str] = []
+    monkeypatch.setattr(Worker, "wake_up", lambda self, tags=None: (
+        calls.append("vllm_wake_up"), self.sleep_mode_backend.resume(tags)))
+    monkeypatch.setattr(NPUWorker, "compile_or_warm_up_model",
+                        lambda self: calls.append("capture"))
+    worker = object.__new__(NPUWorker)
+    backend = _Backend()
+    backend.graphs_dropped = True
+    worker._sleep_mode_backend = backend
+    runner = type("Runner", (), {})()
+    if mrv2:
+        runner.cudagraph_manager = _Manager(calls)
+    worker.model_runner = runner
+    worker.wake_up(None)
+    expected = ["vllm_wake_up", "release_graphs", "capture"] if mrv2 else ["vllm_wake_up",
+                                                                          "capture"]
+    assert calls == expected
+    assert backend.graphs_dropped is False
+    calls.clear()
+    worker.wake_up(None)  # nothing dropped this time: no release, no capture
+    assert calls == ["vllm_wake_up"]

@@ -11,6 +11,7 @@ Built on ``vllm.v1.worker.gpu_worker.Worker`` (the vLLM 0.33 worker interface:
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 import torch
 from vllm.config import set_current_vllm_config
@@ -270,7 +271,22 @@ class NPUWorker(Worker):
         if getattr(backend, "graphs_dropped", False) and backend.state() == "RUNNING":
             # restored tensors moved: capture the graphs again over the new addresses
             backend.graphs_dropped = False
+            _release_runner_graphs(self.model_runner)
             self.compile_or_warm_up_model()
+
+
+def _release_runner_graphs(runner: Any) -> None:
+    """MRv2 (vLLM 0.34): the runner's graph manager keeps its own table of captured FULL
+    descriptors and dispatches to them while ``_graphs_captured`` is set, even after the
+    sleep-mode backend dropped the graphs (``clear_all_graphs``). ``release_graphs``
+    (``CudaGraphManager``, ``vllm/v1/worker/gpu/cudagraph_utils.py``; the graph layer's manager
+    also forgets its FULL wrapper's graphs and replay inputs) empties that table and keeps the
+    descriptors, so the next ``capture_model`` captures every one again. The V1 runner has no
+    such manager (its graphs live in the wrappers alone)."""
+    manager = getattr(runner, "cudagraph_manager", None)
+    release = getattr(manager, "release_graphs", None)
+    if release is not None:
+        release()
 
 
 # patch: sleep-accelerator-api (declared in vllm_ascend_platform.patches.registry; docs/architecture.md)

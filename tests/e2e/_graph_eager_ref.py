@@ -88,13 +88,15 @@ def graph_llm(model_path: str, mode: str, **overrides):
             os.environ["VLLM_DISABLE_COMPILE_CACHE"] = saved
 
 
-def engine_wrappers(llm, runtime_mode=None) -> list:
-    """This engine's ACLGraphWrappers (optionally of one runtime mode) that captured graphs."""
+def engine_wrappers(llm, runtime_mode=None, role=None) -> list:
+    """This engine's ACLGraphWrappers (optionally of one runtime mode) that captured graphs:
+    the target model's (``role`` None) or the draft model's (``role="draft"``: vLLM 0.34's
+    speculator graphs, ``vllm_ascend_graph.mrv2_spec_manager``, marked ``graph_role``)."""
     from vllm_ascend_graph.wrapper import ACLGraphWrapper
 
     cfg = llm.llm_engine.vllm_config
     return [w for w in list(ACLGraphWrapper._all_instances)
-            if w.entries and w.vllm_config is cfg
+            if w.entries and w.vllm_config is cfg and w.__dict__.get("graph_role") == role
             and (runtime_mode is None or w.runtime_mode == runtime_mode)]
 
 
@@ -117,6 +119,7 @@ def rank_graph_entries(llm) -> list[list[tuple[str, int, bool, int]]]:
 
         return [(w.runtime_mode.name, d.num_tokens, has_lora(d), e.num_replays)
                 for w in list(ACLGraphWrapper._all_instances) if w.entries and w.vllm_config is cfg
+                and w.__dict__.get("graph_role") is None  # the target's (no draft graphs)
                 for d, e in w.entries.items()]
 
     return llm.collective_rpc(entries)

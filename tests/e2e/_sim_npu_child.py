@@ -55,14 +55,18 @@ def _facts(llm) -> dict:
     from vllm.config import CUDAGraphMode
 
     cfg = llm.llm_engine.vllm_config
-    wrappers = []
+    mine = []
     if cfg.compilation_config.cudagraph_mode != CUDAGraphMode.NONE:  # eager: no graph layer
         from vllm_ascend_graph.wrapper import ACLGraphWrapper
 
-        wrappers = [w for w in list(ACLGraphWrapper._all_instances) if w.vllm_config is cfg]
+        mine = [w for w in list(ACLGraphWrapper._all_instances) if w.vllm_config is cfg]
+    # the target model's graphs; vLLM 0.34's draft-model graphs (graph_role "draft",
+    # vllm_ascend_graph.mrv2_spec_manager) are reported apart
+    wrappers = [w for w in mine if w.__dict__.get("graph_role") is None]
+    drafts = [w for w in mine if w.__dict__.get("graph_role") == "draft"]
 
-    def replays(mode) -> int:
-        return sum(e.num_replays for w in wrappers if w.runtime_mode == mode
+    def replays(mode, among=wrappers) -> int:
+        return sum(e.num_replays for w in among if w.runtime_mode == mode
                    for e in w.entries.values())
 
     ledger = simulator.ledger().snapshot()
@@ -73,6 +77,8 @@ def _facts(llm) -> dict:
         "piecewise_replays": replays(CUDAGraphMode.PIECEWISE),
         "full_sizes": sorted({d.num_tokens for w in wrappers
                               if w.runtime_mode == CUDAGraphMode.FULL for d in w.entries}),
+        "draft_full_replays": replays(CUDAGraphMode.FULL, drafts),
+        "draft_full_sizes": sorted({(d.stage, d.num_tokens) for w in drafts for d in w.entries}),
         "sim_replays": ledger["replays"],
         "sim_launches": sum(ledger["launches"].values()),
         "backends": backends,

@@ -15,7 +15,10 @@ Graph mode: one EAGLE and one EAGLE-3 engine with FULL_DECODE_ONLY ACL graphs. T
 (uniform ``1 + k`` tokens per request) replay FULL graphs whose sizes are multiples of ``1 + k``;
 vLLM 0.32's proposer gives the draft model PIECEWISE graphs only
 (``SpecDecodeBaseProposer.initialize_cudagraph_keys``), none under FULL_DECODE_ONLY, so the draft
-runs eagerly between replays and must still see the step's KV lengths.
+runs eagerly between replays and must still see the step's KV lengths. vLLM 0.34's Model Runner
+V2 captures FULL graphs of the draft too (``vllm/v1/worker/gpu/spec_decode/``, ours:
+``vllm_ascend_graph.mrv2_spec_manager``): there the draft's graphs must be replayed as well, with
+the draft step's own lengths.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import pytest
 from _graph_eager_ref import engine_wrappers, graph_llm, replays
 from eagle_drafts import save_draft
 from engine import close_llm, make_llm
+from vllm_ascend_platform.startup.version_check import uses_model_runner_v2
 
 K = 2
 PROMPTS = [
@@ -95,14 +99,18 @@ def test_graph_mode_greedy_equals_no_speculation(method, model_path, no_spec, tm
                                         "num_speculative_tokens": K})
     try:
         wrappers = engine_wrappers(llm)
+        drafts = engine_wrappers(llm, role="draft")
         sizes = sorted({d.num_tokens for w in wrappers for d in w.entries})
-        start = replays(wrappers)
+        start, draft_start = replays(wrappers), replays(drafts)
         got = _tokens(llm)
         replayed = replays(wrappers) - start
+        draft_replayed = replays(drafts) - draft_start
         counters = _counters(llm)
     finally:
         close_llm(llm)
     assert sizes and all(s % (1 + K) == 0 for s in sizes), sizes
     assert replayed > 0, "no FULL decode graph was replayed"
+    if uses_model_runner_v2():
+        assert draft_replayed > 0, "no FULL draft graph was replayed (vLLM 0.34)"
     assert got == no_spec
     _check_counters(counters)

@@ -88,12 +88,14 @@ def test_mtp_greedy_equals_no_speculation(checkpoint, no_spec, method, k, graphs
         spec = llm.llm_engine.vllm_config.speculative_config
         assert spec.method == "mtp" and spec.num_speculative_tokens == k
         wrappers = engine_wrappers(llm) if graphs else []
-        start = replays(wrappers)
+        drafts = engine_wrappers(llm, role="draft") if graphs else []
+        start, draft_start = replays(wrappers), replays(drafts)
         ascend_ops.reset_call_counts()
         got = _tokens(llm)
         calls = ascend_ops.call_counts()
         counters = _counters(llm)
         replayed = replays(wrappers) - start
+        draft_replayed = replays(drafts) - draft_start
     finally:
         close_llm(llm)
     assert got == no_spec
@@ -110,3 +112,7 @@ def test_mtp_greedy_equals_no_speculation(checkpoint, no_spec, method, k, graphs
         sizes = sorted({d.num_tokens for w in wrappers for d in w.entries})
         assert sizes and all(s % (1 + k) == 0 for s in sizes), sizes
         assert replayed > 0, "no FULL decode graph was replayed"
+        from vllm_ascend_platform.startup.version_check import uses_model_runner_v2
+
+        if uses_model_runner_v2():  # vLLM 0.34 captures the draft's FULL graphs too
+            assert draft_replayed > 0, "no FULL draft graph was replayed"

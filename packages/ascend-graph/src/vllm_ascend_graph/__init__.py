@@ -39,6 +39,8 @@ LAYER: dict = {
         "graph_param_hook_register": "vllm_ascend_graph.params.register_param_update_hook",
         "graph_param_hook_unregister": "vllm_ascend_graph.params.unregister_param_update_hook",
         "mrv2_graph_manager": "vllm_ascend_graph.mrv2_manager.ACLGraphManager",
+        "mrv2_speculator_graph_manager":
+            "vllm_ascend_graph.mrv2_spec_manager.SpeculatorACLGraphManager",
     },
     "options": {
         "section": "ascend_compilation_config",

@@ -263,6 +263,18 @@ _declare(Patch(
     apply=_call("vllm_ascend_platform.worker.mrv2_graphs.graph_manager_class"),
     scope="scoped", when="around NPUModelRunnerV2.initialize_kv_cache with a graph mode on",
 ))
+_declare(Patch(
+    name="mrv2-speculator-graph-manager",
+    target="vllm.v1.worker.gpu.spec_decode.autoregressive.speculator:SpeculatorCudaGraphManager",
+    vllm_versions=VLLM_034,
+    why="EAGLE/EAGLE-3/MTP speculators build their draft FULL-graph managers by this name (and "
+        "the same name in target_dependent_ar/speculator.py) with torch.cuda graphs of the "
+        "whole draft step; with a graph mode on they build the graph layer's ACL draft manager "
+        "(worker/mrv2_graphs.py, docs/model-runner-v2.md)",
+    check=_call("vllm_ascend_platform.worker.mrv2_graphs.is_vllm_speculator_graph_manager"),
+    apply=_call("vllm_ascend_platform.worker.mrv2_graphs.speculator_graph_manager_class"),
+    scope="scoped", when="around NPUModelRunnerV2.initialize_kv_cache with a graph mode on",
+))
 
 DECLARATIONS: tuple[Patch, ...] = tuple(_DECLARED)
 """Every patch the platform declares, in declaration order (the registry registers them all)."""

@@ -55,6 +55,9 @@ ROLES: dict[str, str] = {
     "graph_param_hook_unregister": "(hook) -> None; removes a pre-replay hook",
     "mrv2_graph_manager": "the ModelCudaGraphManager subclass Model Runner V2 (vLLM 0.34) builds "
                           "for graph modes (worker/mrv2_graphs.py)",
+    "mrv2_speculator_graph_manager": "the SpeculatorCudaGraphManager subclass vLLM 0.34's "
+                                     "EAGLE/MTP speculators build for draft graphs "
+                                     "(worker/mrv2_graphs.py)",
     "device_communicator": "Platform.get_device_communicator_cls",
     "stateless_process_group": "Platform.stateless_init_device_torch_dist_pg",
     "static_graph_wrapper": "Platform.get_static_graph_wrapper_cls",

@@ -23,6 +23,11 @@ from typing import Any
 #: the module whose global name the runner builds its graph manager by
 RUNNER_MODULE = "vllm.v1.worker.gpu.model_runner"
 MANAGER_NAME = "ModelCudaGraphManager"
+#: the modules whose global name the autoregressive speculators (EAGLE, EAGLE-3, MTP) build
+#: their draft graph managers by (``init_cudagraph_manager``: prefill, then decode)
+SPECULATOR_MODULES = ("vllm.v1.worker.gpu.spec_decode.target_dependent_ar.speculator",
+                      "vllm.v1.worker.gpu.spec_decode.autoregressive.speculator")
+SPECULATOR_MANAGER_NAME = "SpeculatorCudaGraphManager"
 
 
 def graph_manager_scope(compilation_config: Any) -> contextlib.AbstractContextManager[Any]:
@@ -33,9 +38,17 @@ def graph_manager_scope(compilation_config: Any) -> contextlib.AbstractContextMa
     mode = getattr(compilation_config, "cudagraph_mode", None)
     if mode is None or mode == CUDAGraphMode.NONE:
         return contextlib.nullcontext()
+    return _graph_manager_patches()
+
+
+@contextlib.contextmanager
+def _graph_manager_patches() -> Iterator[None]:
+    """The target's manager (``mrv2-graph-manager``) and, since the speculator builds its draft
+    managers inside ``initialize_kv_cache`` too, the draft's (``mrv2-speculator-graph-manager``)."""
     from vllm_ascend_platform.patches.registry import patched
 
-    return patched("mrv2-graph-manager")
+    with patched("mrv2-graph-manager"), patched("mrv2-speculator-graph-manager"):
+        yield
 
 
 def is_vllm_graph_manager(obj: Any) -> bool:
@@ -64,3 +77,44 @@ def graph_manager_class() -> Iterator[None]:
         yield
     finally:
         setattr(runner, MANAGER_NAME, saved)
+
+
+def is_vllm_speculator_graph_manager(obj: Any) -> bool:
+    """Drift check: each speculator module's name still holds vLLM's
+    ``SpeculatorCudaGraphManager`` (or our subclass of it, while a scope is entered)."""
+    from vllm.v1.worker.gpu.spec_decode.autoregressive.cudagraph_utils import (
+        SpeculatorCudaGraphManager,
+    )
+
+    del obj  # the declared target is the first module's; check both
+    for module in SPECULATOR_MODULES:
+        held = getattr(importlib.import_module(module), SPECULATOR_MANAGER_NAME, None)
+        if not (isinstance(held, type) and issubclass(held, SpeculatorCudaGraphManager)):
+            return False
+    return True
+
+
+# patch: mrv2-speculator-graph-manager (declared in vllm_ascend_platform.patches.declarations;
+# docs/model-runner-v2.md)
+@contextlib.contextmanager
+def speculator_graph_manager_class() -> Iterator[None]:
+    """Within the block, vLLM's autoregressive speculators build the graph layer's
+    ``mrv2_speculator_graph_manager`` for their draft prefill and decode graphs (vllm-ascend
+    replaces the same name with its ``EagleAclGraphManager``).
+
+    Raises:
+        MissingLayerError: the graph layer (``vllm-ascend-graph``) is not installed.
+    """
+    from vllm_ascend_platform.startup import contract
+
+    cls = contract.resolve_role("mrv2_speculator_graph_manager",
+                                "draft-model graphs on vLLM 0.34 (speculative decoding)")
+    modules: list[Any] = [importlib.import_module(m) for m in SPECULATOR_MODULES]
+    saved = [getattr(m, SPECULATOR_MANAGER_NAME) for m in modules]
+    for m in modules:
+        setattr(m, SPECULATOR_MANAGER_NAME, cls)
+    try:
+        yield
+    finally:
+        for m, held in zip(modules, saved, strict=True):
+            setattr(m, SPECULATOR_MANAGER_NAME, held)

@@ -16,15 +16,10 @@ What it does today: CPU emulation (``VLLM_ASCEND_EMULATE=1``) and the simulated 
 (``VLLM_ASCEND_SIMULATE_NPU=1``: our attention backends and ops on the simulated torch_npu,
 weights and KV cache accounted on the simulated device), eager, one KV-cache group; sampling
 and n-gram speculative decoding as docs/model-runner-v2.md lists.
-<<<<<<< HEAD
 Graph modes (PIECEWISE, FULL, FULL_DECODE_ONLY, FULL_AND_PIECEWISE) through the graph layer's
 ACL graph manager (``worker/mrv2_graphs.py``); speculative decoding (n-gram, EAGLE, EAGLE-3,
-MTP) on the host through :mod:`vllm_ascend_platform.host.mrv2_spec_decode`.
-docs/model-runner-v2.md lists each feature's state.
-=======
-Not yet: graph modes, EAGLE/MTP (docs/model-runner-v2.md lists each; sleep mode, LoRA and
-pooling run eager).
->>>>>>> 41-sleep
+MTP) on the host through :mod:`vllm_ascend_platform.host.mrv2_spec_decode`; sleep mode, LoRA
+and pooling. docs/model-runner-v2.md lists each feature's state.
 """
 
 from __future__ import annotations

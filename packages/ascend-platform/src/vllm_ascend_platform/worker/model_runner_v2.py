@@ -14,7 +14,7 @@ triton-ascend.
 
 What it does today: CPU emulation (``VLLM_ASCEND_EMULATE=1``) and the simulated NPU
 (``VLLM_ASCEND_SIMULATE_NPU=1``: our attention backends and ops on the simulated torch_npu,
-weights and KV cache accounted on the simulated device), eager, one KV-cache group; sampling
+weights and KV cache accounted on the simulated device), one KV-cache group; sampling
 and n-gram speculative decoding as docs/model-runner-v2.md lists.
 Graph modes (PIECEWISE, FULL, FULL_DECODE_ONLY, FULL_AND_PIECEWISE) through the graph layer's
 ACL graph manager (``worker/mrv2_graphs.py``); speculative decoding (n-gram, EAGLE, EAGLE-3,

@@ -14,6 +14,8 @@ self.indexer_rope_emb)`` and ``self.mla_attn.impl.record_logical_topk_ready()``
 
 from __future__ import annotations
 
+from typing import Any
+
 from vllm.config import get_current_vllm_config
 from vllm.model_executor.layers.mla import MultiHeadLatentAttentionWrapper
 
@@ -23,14 +25,15 @@ class AscendMultiHeadLatentAttentionWrapper(MultiHeadLatentAttentionWrapper):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        if not (self.is_sparse and self.indexer is not None):
+        upstream: Any = getattr(self, "indexer", None)
+        if not (self.is_sparse and upstream is not None):
             return
         # imported here: it imports vLLM's DeepSeek model module, which dense models never need
         from vllm_ascend_attention.sparse_indexer import AscendLightningIndexer
 
-        if not isinstance(self.indexer, AscendLightningIndexer):
+        if not isinstance(upstream, AscendLightningIndexer):
             vllm_config = get_current_vllm_config()
-            self.indexer = AscendLightningIndexer(self.indexer, vllm_config.model_config.dtype, vllm_config)
+            self.indexer = AscendLightningIndexer(upstream, vllm_config.model_config.dtype, vllm_config)
 
 
 def register_oot() -> bool:

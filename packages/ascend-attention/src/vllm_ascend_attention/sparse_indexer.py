@@ -31,16 +31,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import ascend_ops
 import torch
 from torch import nn
-from vllm.forward_context import get_forward_context
 from vllm.model_executor.models.deepseek_v2 import DeepseekV32IndexerCache
 from vllm.v1.attention.backend import MultipleOf
 from vllm.v1.attention.backends.mla.indexer import DeepseekV32IndexerBackend
 from vllm.v1.kv_cache_interface import MLAAttentionSpec, SparseCacheRole
 
-from vllm_ascend_attention.backends.sfa_metadata import AscendSFAMetadata, AscendSFAMetadataBuilder
+from vllm_ascend_attention import sparse_indexer_op  # noqa: F401  (registers torch.ops.vllm.ascend_sparse_indexer)
+from vllm_ascend_attention.backends.sfa_metadata import AscendSFAMetadataBuilder
 
 
 class AscendSFAIndexerBackend(DeepseekV32IndexerBackend):
@@ -60,7 +59,7 @@ class AscendSFAIndexerBackend(DeepseekV32IndexerBackend):
         return [128]
 
     @staticmethod
-    def get_builder_cls() -> type[AscendSFAMetadataBuilder]:  # type: ignore[override]
+    def get_builder_cls() -> type[AscendSFAMetadataBuilder]:
         return AscendSFAMetadataBuilder
 
 
@@ -80,7 +79,7 @@ class AscendIndexerCache(DeepseekV32IndexerCache):
                                 head_size=self.head_dim, dtype=self.dtype,
                                 cache_role=SparseCacheRole.INDEXER)
 
-    def get_attn_backend(self) -> type[AscendSFAIndexerBackend]:  # type: ignore[override]
+    def get_attn_backend(self) -> type[AscendSFAIndexerBackend]:
         return AscendSFAIndexerBackend
 
 
@@ -91,7 +90,9 @@ class AscendLightningIndexer(nn.Module):
 
     ``forward(hidden_states [T, hidden], qr [T, q_lora_rank], positions [T], rotary_emb)`` writes
     ``topk_indices_buffer[:num_actual_tokens]`` (int32 logical positions, -1 padded) and returns
-    the buffer, as upstream's ``Indexer.forward`` does.
+    the buffer, as upstream's ``Indexer.forward`` does. The projections and rope are traced by
+    ``torch.compile``; the step-dependent part (cache write, ``lightning_indexer``) is the opaque
+    op ``torch.ops.vllm.ascend_sparse_indexer`` (``sparse_indexer_op``).
     """
 
     def __init__(self, upstream: Any, dtype: torch.dtype, vllm_config) -> None:
@@ -127,25 +128,7 @@ class AscendLightningIndexer(nn.Module):
         q = torch.cat([q_pe.reshape(-1, h, r), q_nope], dim=-1)
         k = torch.cat([k_pe.reshape(-1, r), k_nope], dim=-1)
 
-        md = _metadata(self.k_cache.prefix)
-        if md is None:  # profile / dummy run: nothing to index
-            return self.topk_indices_buffer
-        n = md.num_actual_tokens
-        cache = self.k_cache.kv_cache
-        rows = k[:n].to(cache.dtype).unsqueeze(1).contiguous()
-        # one-head key cache: key and value slots are the same tensor, written with the same rows
-        ascend_ops.reshape_and_cache(rows, rows, cache, cache, md.slot_mapping[:n])
-        w = weights[:n].float() * (self.softmax_scale * h**-0.5)
-        indices = ascend_ops.lightning_indexer(q[:n].to(cache.dtype).contiguous(), cache, w, md.block_table,
-                                               md.ends, md.kv_lens, self.topk_tokens)
-        self.topk_indices_buffer[:n].copy_(indices.view(n, self.topk_tokens))
+        w = weights.float() * (self.softmax_scale * h**-0.5)
+        torch.ops.vllm.ascend_sparse_indexer(q, k, w, self.topk_indices_buffer, self.k_cache.prefix,
+                                             self.topk_tokens)
         return self.topk_indices_buffer
-
-
-def _metadata(name: str) -> AscendSFAMetadata | None:
-    attn_metadata = get_forward_context().attn_metadata
-    if isinstance(attn_metadata, list):  # speculative decoding: [0] is the target model's
-        attn_metadata = attn_metadata[0] if attn_metadata else None
-    if not isinstance(attn_metadata, dict):
-        return None
-    return attn_metadata.get(name)

@@ -44,7 +44,7 @@ class AscendSFABackend(AscendMLABackend):
         return AscendSFAImpl
 
     @staticmethod
-    def get_builder_cls() -> type[AscendSFAMetadataBuilder]:  # type: ignore[override]
+    def get_builder_cls() -> type[AscendSFAMetadataBuilder]:
         return AscendSFAMetadataBuilder
 
     @classmethod
@@ -61,7 +61,7 @@ class AscendSFAImpl(AscendMLAImpl):
     operator reads logical positions).
     """
 
-    is_sparse: ClassVar[bool] = True  # type: ignore[misc]
+    is_sparse: ClassVar[bool] = True
     supports_dense_mha_prefill: bool = False
     masked_mha_available: bool = False
 
@@ -78,24 +78,26 @@ class AscendSFAImpl(AscendMLAImpl):
         ``topk_indices_buffer`` holds this forward's request-relative (logical) positions --
         written by this layer's indexer, or by an earlier layer's when this one skips top-k
         (``index_topk_freq``). Logical positions are what the NPU operator takes, so nothing is
-        converted; :meth:`forward_mqa` refuses to run without the signal."""
+        converted (upstream's ``SparseMLAAttentionImpl`` converts them to physical slots for its
+        index groups here). :meth:`forward_mqa` refuses to run for a layer that never got the
+        signal (a wrapper that does not follow this protocol). The signal is a Python-side call
+        in the wrapper's traced forward: under ``torch.compile`` it runs when the graph is
+        traced, not on every step, so it is not consumed per forward."""
         self._topk_ready = True
 
     def forward_mha(self, *args, **kwargs):
         raise NotImplementedError("Ascend sparse MLA sends every row through forward_mqa (sfa_metadata)")
 
-    def forward_mqa(self, q, kv_c_and_k_pe_cache, attn_metadata: AscendSFAMetadata, layer):  # type: ignore[override]
+    def forward_mqa(self, q, kv_c_and_k_pe_cache, attn_metadata: AscendSFAMetadata, layer):
         """q: (q_nope·W_UK [T, N, L], q_pe [T, N, R]) or [T, N, L+R] -> ([T, N, L], None).
 
         Rows past ``attn_metadata.num_actual_tokens`` (padding) come back as zeros. Raises
-        RuntimeError when the top-k indices were not announced for this forward.
+        RuntimeError when the top-k indices were never announced (record_logical_topk_ready).
         """
         if not self._topk_ready:
             raise RuntimeError(
-                "sparse MLA attention ran before record_logical_topk_ready(): the top-k indices "
-                "of this forward were not written (vllm/model_executor/layers/mla.py calls it "
-                "after the indexer)")
-        self._topk_ready = False
+                "sparse MLA attention ran before record_logical_topk_ready(): nothing announced "
+                "the top-k indices (vllm/model_executor/layers/mla.py calls it after the indexer)")
         if isinstance(q, tuple):
             q_nope, q_pe = q
         else:

@@ -159,13 +159,9 @@ def emulation_engine_defaults(engine_args: Any) -> None:
 def _eager_when_no_graphs(vllm_config: VllmConfig) -> None:
     """The one eager setting: no compilation, no graph capture.
 
-    Applied when the model asks for it (``enforce_eager``), when no installed layer provides ACL
-    graph capture (``static_graph_wrapper``; then said once), or for a sparse-attention model
-    (HF config ``index_topk``, DeepSeek-V3.2 DSA; said once): its indexer writes the shared
-    top-k buffer in an op of its own before the attention op reads it, which a compiled graph
-    would reorder (the functionalized write lands at the graph's end) and a captured graph would
-    freeze (docs/sparse-attention.md). Otherwise the graph layer's ``configure`` hook decides
-    the graph and compile settings.
+    Applied when the model asks for it (``enforce_eager``) or no installed layer provides ACL
+    graph capture (``static_graph_wrapper``; then said once). Otherwise the graph layer's
+    ``configure`` hook decides the graph and compile settings.
     """
     from vllm.config import CompilationMode, CUDAGraphMode
 
@@ -173,13 +169,8 @@ def _eager_when_no_graphs(vllm_config: VllmConfig) -> None:
 
     model = vllm_config.model_config
     graphs = contract.provided("static_graph_wrapper") is not None
-    sparse = model is not None and hasattr(model.hf_text_config, "index_topk")
-    if graphs and model is not None and not model.enforce_eager and not sparse:
+    if graphs and model is not None and not model.enforce_eager:
         return
-    if sparse and model is not None and not model.enforce_eager:
-        logger.warning_once(
-            "sparse attention (HF config index_topk, DeepSeek-V3.2 DSA) runs eager on Ascend: "
-            "no compilation, no ACL graphs (docs/sparse-attention.md)")
     if not graphs and model is not None and not model.enforce_eager:
         logger.warning_once(
             "ACL graph capture and the Ascend compile backend are not installed "

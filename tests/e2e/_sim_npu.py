@@ -69,12 +69,15 @@ class Agreement:
 
 @torch.inference_mode()
 def teacher_forced(model_path: str, prompts: list[list[int]], outputs: list[list[int]],
-                   tol: float = 0.05) -> Agreement:
-    """Judge every generated token of ``outputs`` against HF float32, teacher-forced."""
+                   tol: float = 0.05, model_cls=None) -> Agreement:
+    """Judge every generated token of ``outputs`` against HF float32, teacher-forced.
+
+    ``model_cls``: the transformers class to load (default ``AutoModelForCausalLM``; see
+    ``hf_oracle.HFOracle`` for when to name it)."""
     from transformers import AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32,
-                                                 attn_implementation="eager").eval()
+    model = (model_cls or AutoModelForCausalLM).from_pretrained(model_path, dtype=torch.float32,
+                                                                attn_implementation="eager").eval()
     result = Agreement()
     for k, (prompt, gen) in enumerate(zip(prompts, outputs, strict=True)):
         if not gen:

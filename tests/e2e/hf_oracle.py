@@ -76,11 +76,16 @@ class RoundingCache(DynamicCache):
 class HFOracle:
     """Loads the checkpoint once; ``greedy`` results are memoized per (prompt, n)."""
 
-    def __init__(self, model_path: str):
+    def __init__(self, model_path: str, model_cls=None):
+        """``model_cls``: the transformers class to load (default ``AutoModelForCausalLM``). Name
+        it when vLLM may have run in this process: vLLM's ``get_config`` registers some
+        model_types with transformers' ``AutoConfig`` under other config classes (vLLM 0.34:
+        ``deepseek_v32`` -> ``DeepseekV3Config``, ``vllm/transformers_utils/config.py``), so an
+        Auto class loaded afterwards can build another architecture."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.tokenizer = AutoTokenizer.from_pretrained(model_path)
-        self.model = AutoModelForCausalLM.from_pretrained(
+        self.model = (model_cls or AutoModelForCausalLM).from_pretrained(
             model_path, dtype=torch.float32, attn_implementation="eager")
         self.model.eval()
         self._memo: dict[tuple, OracleRun] = {}

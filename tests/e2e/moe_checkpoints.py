@@ -24,7 +24,8 @@ def _vocab_size(smol_path: str) -> int:
 
 
 def save_tiny(kind: str, out_dir: Path, smol_path: str, seed: int = 0, **overrides) -> str:
-    """Write a tiny ``kind`` checkpoint ('qwen3_moe', 'mixtral', 'deepseek_v2') to ``out_dir``."""
+    """Write a tiny ``kind`` checkpoint ('qwen3_moe', 'mixtral', 'deepseek_v2',
+    'deepseek_v32') to ``out_dir``."""
     import transformers
 
     common = dict(vocab_size=_vocab_size(smol_path), hidden_size=64, num_hidden_layers=2,
@@ -50,6 +51,21 @@ def save_tiny(kind: str, out_dir: Path, smol_path: str, seed: int = 0, **overrid
                                             n_group=4, topk_group=2, topk_method="group_limited_greedy",
                                             norm_topk_prob=False, routed_scaling_factor=1.5)
         cls = transformers.DeepseekV2ForCausalLM
+    elif kind == "deepseek_v32":
+        # DeepSeek-V3.2 sparse MLA (DSA): q-LoRA, latent 512 + rope 64, an indexer of 8 heads x 128
+        # (transformers' models/deepseek_v32: NeoX indexer rope, interleaved MLA rope)
+        common["num_key_value_heads"] = common["num_attention_heads"]
+        cfg = transformers.DeepseekV32Config(**common, intermediate_size=96, moe_intermediate_size=32,
+                                             kv_lora_rank=512, q_lora_rank=48, qk_rope_head_dim=64,
+                                             qk_nope_head_dim=32, v_head_dim=32, n_routed_experts=8,
+                                             n_shared_experts=1, num_experts_per_tok=2,
+                                             first_k_dense_replace=1, n_group=4, topk_group=2,
+                                             norm_topk_prob=True, routed_scaling_factor=1.5,
+                                             index_topk=8, index_head_dim=128, index_n_heads=8)
+        # what real DeepSeek-V3.2 configs say and transformers' router does (sigmoid scores plus a
+        # correction bias, group-limited): vLLM reads the routing from these two keys
+        cfg.topk_method, cfg.scoring_func = "noaux_tc", "sigmoid"
+        cls = transformers.DeepseekV32ForCausalLM
     else:
         raise ValueError(f"unknown kind {kind!r}")
     for k, v in overrides.items():

@@ -105,10 +105,11 @@ def test_select_backend():
 
     assert va.select_backend(SimpleNamespace(use_mla=True, use_sparse=False)).endswith("AscendMLABackend")
     assert va.select_backend(SimpleNamespace(use_mla=False, use_sparse=False)).endswith("AscendAttentionBackend")
-    with pytest.raises(NotImplementedError, match="use_sparse"):
-        va.select_backend(SimpleNamespace(use_mla=True, use_sparse=True))
-    with pytest.raises(NotImplementedError, match="compress_ratios"):
-        va.select_backend(SimpleNamespace(use_mla=True, use_sparse=False), SimpleNamespace(compress_ratios=[4]))
+    # sparse MLA (DeepSeek-V3.2 DSA) has its backend; compressed-KV models stay refused, sparse or not
+    assert va.select_backend(SimpleNamespace(use_mla=True, use_sparse=True)).endswith("AscendSFABackend")
+    for sparse in (False, True):
+        with pytest.raises(NotImplementedError, match="compress_ratios"):
+            va.select_backend(SimpleNamespace(use_mla=True, use_sparse=sparse), SimpleNamespace(compress_ratios=[4]))
 
 
 def test_prefill_batch_of_two_requests_plus_padding_rows(impl):

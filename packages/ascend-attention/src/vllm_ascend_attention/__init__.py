@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""Ascend attention backends for vLLM: ``ASCEND_ATTN`` (dense GQA/MQA, encoder-only) and
-``ASCEND_MLA`` (DeepSeek multi-head latent attention).
+"""Ascend attention backends for vLLM: ``ASCEND_ATTN`` (dense GQA/MQA, encoder-only),
+``ASCEND_MLA`` (DeepSeek multi-head latent attention) and ``ASCEND_SFA`` (DeepSeek-V3.2 sparse
+MLA with its lightning indexer, docs/sparse-attention.md).
 
 The layer describes itself to the platform in :data:`LAYER` (docs/architecture.md, "The layer
 contract"): each backend is registered in vLLM's attention backend registry under its own name
@@ -17,6 +18,7 @@ __version__ = "0.2.0"
 BACKENDS: dict[str, str] = {
     "ASCEND_ATTN": "vllm_ascend_attention.backends.dense.AscendAttentionBackend",
     "ASCEND_MLA": "vllm_ascend_attention.backends.mla.AscendMLABackend",
+    "ASCEND_SFA": "vllm_ascend_attention.backends.sfa.AscendSFABackend",
 }
 
 #: This layer's description (docs/architecture.md, "The layer contract"); read only by the
@@ -51,8 +53,11 @@ def register() -> None:
         return
     from vllm.v1.attention.backends.registry import register_backend
 
+    from vllm_ascend_attention.mla_wrapper import register_oot
+
     for name, path in BACKENDS.items():
         register_backend(name, path)
+    register_oot()  # the MLA wrapper whose sparse layers run our indexer
     _registered = True
 
 
@@ -63,23 +68,21 @@ def backend_path(name: str = "ASCEND_ATTN") -> str:
 
 
 def select_backend(attn_selector_config, hf_config=None) -> str:
-    """Backend class path for a layer: ``ASCEND_MLA`` when ``use_mla``, else ``ASCEND_ATTN``.
+    """Backend class path for a layer: ``ASCEND_SFA`` when ``use_sparse`` (DeepSeek-V3.2 DSA,
+    HF config ``index_topk``), else ``ASCEND_MLA`` when ``use_mla``, else ``ASCEND_ATTN``.
 
     ``attn_selector_config`` is vLLM's ``AttentionSelectorConfig`` (``use_mla``, ``use_sparse``);
-    ``hf_config`` the model's HF text config. Raises NotImplementedError naming the model feature
-    for sparse MLA (``use_sparse``, DeepSeek V3.2 DSA indexer) and compressed-KV models (a non-empty
-    ``compress_ratios`` in the HF config), which have no Ascend backend yet.
+    ``hf_config`` the model's HF text config. Raises NotImplementedError naming
+    ``compress_ratios`` for compressed-KV models (DeepSeek-V4 style: a non-empty
+    ``compress_ratios`` in the HF config), whose operators torch-npu 2.13.0 does not publish.
     """
-    if getattr(attn_selector_config, "use_sparse", False):
-        raise NotImplementedError(
-            "sparse attention (use_sparse: DeepSeek V3.2-style DSA indexer, HF config "
-            "'index_topk') is not built for Ascend yet; serve a dense-MLA or GQA model"
-        )
     ratios = getattr(hf_config, "compress_ratios", None) if hf_config is not None else None
     if ratios:
         raise NotImplementedError(
-            f"compressed-KV attention (HF config compress_ratios={ratios!r}) is not built for "
-            "Ascend yet"
+            f"compressed-KV attention (HF config compress_ratios={ratios!r}, DeepSeek-V4 style) "
+            "is not built for Ascend: torch-npu 2.13.0 publishes no operators for it"
         )
+    if getattr(attn_selector_config, "use_sparse", False):
+        return backend_path("ASCEND_SFA")
     return backend_path("ASCEND_MLA" if getattr(attn_selector_config, "use_mla", False) else "ASCEND_ATTN")
 

@@ -121,7 +121,7 @@ def vllm_names() -> dict[str, set[str]]:
 _SAME = object()  # "equal to a default-constructed instance of the value's own class"
 _P, _C, _K, _M = "parallel_config.", "cache_config.", "kernel_config.", "model_config."
 _L, _MB = "lora_config.", "mamba_config."
-_ASCEND_BACKENDS = (None, "ASCEND_ATTN", "ASCEND_MLA")
+_ASCEND_BACKENDS = (None, "ASCEND_ATTN", "ASCEND_MLA", "ASCEND_SFA")
 _OUR_WORKER = "vllm_ascend_platform.worker.worker.NPUWorker"
 _SLEEP_BACKEND = "ascend"  # sleep_mode.BACKEND_NAME (that module imports vLLM's allocator)
 

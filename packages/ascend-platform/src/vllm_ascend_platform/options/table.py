@@ -83,7 +83,8 @@ ARG_GROUPS: tuple[tuple[str, str, str], ...] = (
      "performance_mode disable_sliding_window disable_cascade_attn prefix_caching_hash_algo "
      "language_model_only max_parallel_loading_workers kernel_config ir_op_priority "
      "worker_extension_cls enable_prompt_embeds"),
-    (REFUSED, "pass --attention-backend ASCEND_ATTN or ASCEND_MLA, or leave it unset",
+    (REFUSED, "pass --attention-backend ASCEND_ATTN, ASCEND_MLA or ASCEND_SFA (DeepSeek-V3.2 sparse "
+     "MLA, docs/sparse-attention.md), or leave it unset",
      "attention_backend"),
     (REFUSED, "drop --kv-transfer-config / kv_transfer_config",
      "kv_transfer_config kv_offloading_size kv_offloading_backend"),

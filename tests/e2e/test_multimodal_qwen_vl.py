@@ -13,7 +13,8 @@ set before vLLM starts:
 
 * CPU emulation, float32: greedy tokens equal HF transformers float32 on the same weights and
   the same processed inputs (vLLM's expanded prompt ids, the PIL image processor's pixels);
-* simulated NPU, bfloat16: teacher-forced agreement with HF float32 >= 97 %, with the vision
+* simulated NPU, float16 (as the other simulated-NPU tests; why not bfloat16: the agreement
+  test's docstring): teacher-forced agreement with HF float32 >= 97 %, with the vision
   encoder's attention and the text M-RoPE on ascend_ops' NPU branches (the simulator's ledger
   counts ``npu_fused_infer_attention_score`` and ``npu_mrope`` launches).
 """
@@ -28,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
+from mm_oracle import HFQwenVL
 
 HERE = Path(__file__).resolve().parent
 MAX_TOKENS = 8
@@ -110,61 +111,7 @@ def emulated(checkpoint, images, tmp_path_factory) -> dict:
 @pytest.fixture(scope="module")
 def simulated(checkpoint, images, tmp_path_factory) -> dict:
     return _run_child("simulate", checkpoint, images, tmp_path_factory.mktemp("simulate"),
-                      dict(ENGINE, dtype="bfloat16"), max_tokens=SIM_MAX_TOKENS)
-
-
-class HFQwenVL:
-    """HF transformers float32 on the checkpoint: ``Qwen2_5_VLForConditionalGeneration`` and the
-    PIL image processor (``Qwen2VLImageProcessorPil``), independent of vLLM and of our layers."""
-
-    def __init__(self, path: str) -> None:
-        import transformers
-        from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import (
-            Qwen2VLImageProcessorPil,
-        )
-
-        self.model = transformers.Qwen2_5_VLForConditionalGeneration.from_pretrained(
-            path, dtype=torch.float32, attn_implementation="eager").eval()
-        self.processor = Qwen2VLImageProcessorPil.from_pretrained(path)
-        self.image_token_id = self.model.config.image_token_id
-
-    def inputs(self, prompt_ids: list[int], image_paths: list[str]) -> dict:
-        from PIL import Image
-
-        ids = torch.tensor([prompt_ids], dtype=torch.long)
-        kwargs: dict = {"input_ids": ids, "attention_mask": torch.ones_like(ids),
-                        "mm_token_type_ids": (ids == self.image_token_id).to(torch.int32)}
-        if image_paths:
-            pix = self.processor([Image.open(p).convert("RGB") for p in image_paths],
-                                 return_tensors="pt")
-            kwargs["pixel_values"] = pix["pixel_values"].to(torch.float32)
-            kwargs["image_grid_thw"] = pix["image_grid_thw"]
-            merge = self.processor.merge_size ** 2
-            want = int(sum(int(g.prod()) // merge for g in pix["image_grid_thw"]))
-            assert int((ids == self.image_token_id).sum()) == want, "image tokens differ from HF"
-        return kwargs
-
-    @torch.inference_mode()
-    def greedy(self, prompt_ids: list[int], image_paths: list[str], n: int) -> list[int]:
-        out = self.model.generate(**self.inputs(prompt_ids, image_paths), max_new_tokens=n,
-                                  min_new_tokens=n, do_sample=False)
-        return out[0, len(prompt_ids):].tolist()
-
-    @torch.inference_mode()
-    def teacher_forced(self, prompt_ids: list[int], image_paths: list[str], gen: list[int],
-                       tol: float = 0.05) -> tuple[int, list[str]]:
-        kwargs = self.inputs(list(prompt_ids) + list(gen), image_paths)
-        logits = self.model(**kwargs, use_cache=False).logits[0].to(torch.float32)
-        lp = torch.log_softmax(logits[len(prompt_ids) - 1: len(prompt_ids) - 1 + len(gen)], -1)
-        agreed, misses = 0, []
-        for i, tok in enumerate(gen):
-            top = int(torch.argmax(lp[i]))
-            gap = float(lp[i, top] - lp[i, tok])
-            if tok == top or gap <= tol:
-                agreed += 1
-            else:
-                misses.append(f"position {i}: ours {tok}, HF {top}, gap {gap:.3f}")
-        return agreed, misses
+                      dict(ENGINE, dtype="float16"), max_tokens=SIM_MAX_TOKENS)
 
 
 @pytest.fixture(scope="module")
@@ -185,36 +132,18 @@ def test_emulation_greedy_equals_hf_float32(emulated, hf, images):
 
 
 def test_emulation_encoder_and_mrope_ran_through_ascend_ops(emulated):
+    # graphs on: vLLM's default mode for this model (the engine is built without enforce_eager)
+    assert emulated["facts"]["cudagraph_mode"] != "NONE", emulated["facts"]
     calls = emulated["facts"]["op_calls"]
     assert any(k.startswith("encoder_attention/") and n > 0 for k, n in calls.items()), calls
     assert any(k.startswith("mrope/") and n > 0 for k, n in calls.items()), calls
 
 
-def _hf_bfloat16_rate(hf: HFQwenVL, prompt_ids: list[list[int]], images) -> float:
-    """HF transformers' own bfloat16 run of the same checkpoint, judged like ours."""
-    import transformers
-
-    bf16 = transformers.Qwen2_5_VLForConditionalGeneration.from_pretrained(
-        hf.model.name_or_path, dtype=torch.bfloat16, attn_implementation="eager").eval()
-    agreed = total = 0
-    for k, ids in enumerate(prompt_ids):
-        kwargs = hf.inputs(ids, _image_paths(images, k))
-        if "pixel_values" in kwargs:
-            kwargs["pixel_values"] = kwargs["pixel_values"].to(torch.bfloat16)
-        with torch.inference_mode():
-            gen = bf16.generate(**kwargs, max_new_tokens=SIM_MAX_TOKENS,
-                                min_new_tokens=SIM_MAX_TOKENS, do_sample=False)
-        a, _ = hf.teacher_forced(ids, _image_paths(images, k), gen[0, len(ids):].tolist())
-        agreed, total = agreed + a, total + SIM_MAX_TOKENS
-    return agreed / total
-
-
 def test_simulated_npu_teacher_forced_agreement(simulated, hf, images):
-    """>= 97 % of our bfloat16 tokens agree with HF float32 (teacher-forced). This tiny random
-    model sits at bfloat16's own limit there: HF transformers' bfloat16 run of it measured
-    93/96 (96.9 %) when this test was written, the misses all near-ties (0.1-0.4 nats). So the
-    bar is 97 % or HF's own bfloat16 rate on the same prompts, whichever is lower: the
-    simulated NPU must be at least as close to HF float32 as HF's bfloat16 is."""
+    """>= 97 % of the simulated NPU's float16 tokens agree with HF float32 (teacher-forced), as
+    in the other simulated-NPU tests. bfloat16 is not the dtype here: this tiny random model
+    sits at bfloat16's own limit (HF transformers' bfloat16 run of it agreed with its float32
+    run on 93/96 positions, 96.9 %; ours 92/96, every miss a near-tie of 0.1-0.2 nats)."""
     agreed = total = 0
     misses: list[str] = []
     for k, (prompt_ids, tokens) in enumerate(zip(simulated["prompt_token_ids"],
@@ -223,17 +152,13 @@ def test_simulated_npu_teacher_forced_agreement(simulated, hf, images):
         agreed, total = agreed + a, total + len(tokens)
         misses += [f"prompt {k} {x}" for x in m]
     assert total == SIM_MAX_TOKENS * len(PROMPTS)
-    if agreed / total >= 0.97:
-        return
-    hf_rate = _hf_bfloat16_rate(hf, simulated["prompt_token_ids"], images)
-    assert agreed / total >= hf_rate, (
-        f"{agreed}/{total} agree with HF float32, below 97 % and below HF bfloat16's own rate "
-        f"{hf_rate:.3f}:\n" + "\n".join(misses))
+    assert agreed / total >= 0.97, f"{agreed}/{total} agree with HF float32:\n" + "\n".join(misses)
 
 
 def test_simulated_npu_encoder_ran_on_the_npu_branches(simulated):
     facts = simulated["facts"]
     assert facts["simulated"]
+    assert facts["cudagraph_mode"] != "NONE", facts
     calls, launches = facts["op_calls"], facts["npu_launches"]
     assert calls.get("encoder_attention/npu", 0) > 0, calls
     assert calls.get("mrope/npu", 0) > 0, calls

@@ -138,7 +138,8 @@ def install_pil_processors() -> bool:
 
     transformers_module = importlib.import_module("transformers")
     if not hasattr(transformers_module, "VideoProcessorMixin"):
-        transformers_module.VideoProcessorMixin = video_processing_utils.VideoProcessorMixin
+        setattr(transformers_module, "VideoProcessorMixin",  # noqa: B010 (mypy: not exported)
+                video_processing_utils.VideoProcessorMixin)
     AutoVideoProcessor.register(Qwen2VLConfig, _video_stand_in_class(), exist_ok=True)
     logger.info("torchvision cannot be imported: the Qwen2-VL family's image processing uses "
                 "transformers' PIL backend; video input is refused")

@@ -16,6 +16,12 @@ import os
 import sys
 
 
+def _hits(llm) -> int:
+    """Prefix-cache hits in tokens so far (``vllm:prefix_cache_hits``, ``LLM.get_metrics``)."""
+    values = {m.name: m.value for m in llm.get_metrics() if hasattr(m, "value")}
+    return int(values["vllm:prefix_cache_hits"])
+
+
 def main(argv: list[str]) -> None:
     import ascend_ops
     from ascend_ops import simulator
@@ -37,10 +43,24 @@ def main(argv: list[str]) -> None:
         params = SamplingParams(temperature=0.0, max_tokens=spec["max_tokens"], ignore_eos=True)
         outs = llm.generate(requests, params, use_tqdm=False)
         cfg = llm.llm_engine.vllm_config
+        repeat: dict = {}
+        if spec.get("repeat"):
+            # the same requests again (prefix-cache hits through the images' mm hashes), then
+            # the first prompt with another image in the same place (its blocks must miss)
+            before = _hits(llm)
+            again = llm.generate(requests, params, use_tqdm=False)
+            repeat["tokens"] = [list(o.outputs[0].token_ids) for o in again]
+            repeat["hits_same"] = _hits(llm) - before
+            other = dict(requests[0], multi_modal_data={
+                "image": Image.open(spec["other_image"]).convert("RGB")})
+            before = _hits(llm)
+            llm.generate([other], params, use_tqdm=False)
+            repeat["hits_other_image"] = _hits(llm) - before
         ledger = simulator.ledger().snapshot() if simulator.active() else {"launches": {}}
         result = {
             "prompt_token_ids": [list(o.prompt_token_ids) for o in outs],
             "tokens": [list(o.outputs[0].token_ids) for o in outs],
+            "repeat": repeat,
             "facts": {
                 "cudagraph_mode": cfg.compilation_config.cudagraph_mode.name,
                 "op_calls": {f"{op}/{backend}": n for (op, backend), n

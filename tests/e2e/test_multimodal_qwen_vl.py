@@ -72,9 +72,10 @@ def images(tmp_path_factory) -> list[str]:
 
 
 def _run_child(mode: str, checkpoint: str, images: list[str], work: Path, engine: dict,
-               max_tokens: int = MAX_TOKENS) -> dict:
+               max_tokens: int = MAX_TOKENS, repeat: bool = False) -> dict:
     work.mkdir(parents=True, exist_ok=True)
-    spec = {"model": checkpoint, "engine": engine, "max_tokens": max_tokens,
+    spec = {"model": checkpoint, "engine": engine, "max_tokens": max_tokens, "repeat": repeat,
+            "other_image": images[2],
             "prompts": [{"text": _chat(t, len(idx)), "images": [images[i] for i in idx]}
                         for t, idx in PROMPTS]}
     spec_path, out_path, log_path = work / "spec.json", work / "out.json", work / "child.log"
@@ -104,8 +105,10 @@ ENGINE = dict(max_model_len=512, max_num_seqs=4, limit_mm_per_prompt={"image": 2
 
 @pytest.fixture(scope="module")
 def emulated(checkpoint, images, tmp_path_factory) -> dict:
+    # block size 16: the image prompts fill whole blocks, so prefix caching has blocks to hit
     return _run_child("emulate", checkpoint, images, tmp_path_factory.mktemp("emulate"),
-                      dict(ENGINE, dtype="float32"))
+                      dict(ENGINE, dtype="float32", block_size=16, disable_log_stats=False),
+                      repeat=True)
 
 
 @pytest.fixture(scope="module")
@@ -137,6 +140,18 @@ def test_emulation_encoder_and_mrope_ran_through_ascend_ops(emulated):
     calls = emulated["facts"]["op_calls"]
     assert any(k.startswith("encoder_attention/") and n > 0 for k, n in calls.items()), calls
     assert any(k.startswith("mrope/") and n > 0 for k, n in calls.items()), calls
+
+
+def test_emulation_prefix_cache_hits_by_image(emulated):
+    """The same prompts again hit the prefix cache (block hashes include the images' mm hashes)
+    and give the same tokens; the first prompt with another image in the same place hits
+    nothing (its image starts inside the first block)."""
+    repeat = emulated["repeat"]
+    assert repeat["tokens"] == emulated["tokens"]
+    # every whole 16-token block before each prompt's last token (vLLM recomputes the last one)
+    full_blocks = sum((len(p) - 1) // 16 * 16 for p in emulated["prompt_token_ids"])
+    assert full_blocks >= 32 and repeat["hits_same"] == full_blocks, repeat
+    assert repeat["hits_other_image"] == 0, repeat
 
 
 def test_simulated_npu_teacher_forced_agreement(simulated, hf, images):

@@ -20,6 +20,9 @@ EXPECTED_SLOTS = {
     "RotaryEmbedding": "rotary_embedding",
     "Llama3RotaryEmbedding": "rotary_embedding",
     "YaRNScalingRotaryEmbedding": "rotary_embedding",
+    # multimodal towers and M-RoPE (mm_encoder_attention.py, rotary_embedding/mrope.py, 0.34)
+    "MMEncoderAttention": "mm_encoder_attn",
+    "MRotaryEmbedding": "rotary_embedding",
 }
 
 

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""Out-of-tree CustomOp / PluggableLayer registration: activation, rotary embedding and the
-dense linear layers (prepacked host GEMMs, ``vllm_ascend_models.linear``)."""
+"""Out-of-tree CustomOp / PluggableLayer registration: activation, rotary embedding (with
+M-RoPE), the multimodal encoder attention and the dense linear layers (prepacked host GEMMs,
+``vllm_ascend_models.linear``)."""
 
 from __future__ import annotations
 
@@ -19,14 +20,21 @@ def oot_replacements() -> list[tuple[Any, Any]]:
     """(upstream vLLM class, our subclass) for every CustomOp / PluggableLayer we register out of
     tree."""
     from vllm.model_executor.layers.activation import SiluAndMul
+    from vllm.model_executor.layers.attention.mm_encoder_attention import MMEncoderAttention
+    from vllm.model_executor.layers.rotary_embedding.mrope import MRotaryEmbedding
 
     from vllm_ascend_models.layers.activation import AscendSiluAndMul
+    from vllm_ascend_models.layers.encoder_attention import AscendMMEncoderAttention
+    from vllm_ascend_models.layers.mrope import AscendMRotaryEmbedding
     from vllm_ascend_models.layers.rotary_embedding import ASCEND_ROPE_CLASSES, upstream_class
     from vllm_ascend_models.linear import LINEAR_REPLACEMENTS
 
     pairs: list[tuple[Any, Any]] = [(SiluAndMul, AscendSiluAndMul)]
     for class_name, ascend_cls in ASCEND_ROPE_CLASSES.items():
         pairs.append((upstream_class(class_name), ascend_cls))
+    # multimodal towers and M-RoPE text models (layers/encoder_attention.py, layers/mrope.py)
+    pairs.append((MMEncoderAttention, AscendMMEncoderAttention))
+    pairs.append((MRotaryEmbedding, AscendMRotaryEmbedding))
     pairs.extend(LINEAR_REPLACEMENTS)
     return pairs
 

@@ -346,6 +346,8 @@ KERNELS: dict[str, Any] = {
 
 
 def register() -> None:
-    """Register the step stand-ins and these with vLLM's dispatcher in one call (once per
-    process, ``mrv2_kernels.register``)."""
-    register_step_kernels({**STEP_KERNELS, **KERNELS})
+    """Register the step stand-ins, the multimodal ones (``host/mrv2_mm_kernels.py``) and these
+    with vLLM's dispatcher in one call (once per process, ``mrv2_kernels.register``)."""
+    from vllm_ascend_platform.host.mrv2_mm_kernels import MM_KERNELS
+
+    register_step_kernels({**STEP_KERNELS, **MM_KERNELS, **KERNELS})

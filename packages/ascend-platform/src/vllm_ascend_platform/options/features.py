@@ -16,17 +16,6 @@ from vllm_ascend_platform.options.refusal import Refusal, raise_refused
 from vllm_ascend_platform.options.table import DP_BACKEND_FIX
 from vllm_ascend_platform.startup.config import AscendConfig
 
-
-def _model(vllm_config: Any) -> Any:
-    return getattr(vllm_config, "model_config", None)
-
-
-def _multimodal(vllm_config: Any, _: AscendConfig) -> bool:
-    model = _model(vllm_config)
-    mm = getattr(model, "multimodal_config", None) if model is not None else None
-    return mm is not None and not getattr(mm, "language_model_only", False)
-
-
 REFUSALS: tuple[Refusal, ...] = (
     Refusal(
         "FRACTAL_NZ weight casts (additional_config enable_weight_nz)",
@@ -48,11 +37,6 @@ REFUSALS: tuple[Refusal, ...] = (
         lambda c, a: getattr(getattr(c, "parallel_config", None), "data_parallel_backend",
                              "mp") != "mp",
         DP_BACKEND_FIX,
-    ),
-    Refusal(
-        "vision encoders / multimodal inputs",
-        _multimodal,
-        "serve a text-only model, or pass --language-model-only to skip the encoder",
     ),
 )
 

@@ -17,7 +17,8 @@ SUPPORTED, REFUSED, NOT_OURS = "supported", "refused", "not ours"
 _PARITY = "tests/e2e/test_parity.py::test_greedy_parity_8_prompts"
 _FRONT = "front end / engine core only: tokenizer, API server, logging, metrics, scheduler"
 _LOAD = "model loading on the host (vLLM's loaders, unchanged); weights reach the runner as tensors"
-_MM = "multimodal processing; multimodal models are refused at start-up (features.py)"
+_MM = ("multimodal processing in vLLM's front end and encoder cache; the towers run on the "
+       "platform's CustomOps (docs/multimodal.md)")
 _SAMPLER = "vLLM's sampler and output processing, which our runner inherits unchanged"
 #: --data-parallel-backend: features.REFUSALS checks it (only "mp" is built and tested)
 DP_BACKEND_FIX = ("only vLLM's multiprocessing data-parallel backend is tested on Ascend "

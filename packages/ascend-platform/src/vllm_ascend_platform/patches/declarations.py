@@ -276,5 +276,19 @@ _declare(Patch(
     scope="scoped", when="around NPUModelRunnerV2.initialize_kv_cache with a graph mode on",
 ))
 
+_declare(Patch(
+    name="torchvision-free-processors",
+    target="transformers.models.auto.video_processing_auto:AutoVideoProcessor.register",
+    vllm_versions=VLLM_034,
+    why="vLLM's Qwen2-VL family imports transformers' torchvision image backend and its HF "
+        "processor loads a torchvision-only video processor; PyPI's torchvision does not load "
+        "beside CPU torch, so when torchvision cannot be imported the image processing uses "
+        "transformers' PIL backend and video input is refused by name "
+        "(startup/torchvision_free.py, docs/multimodal.md)",
+    check=_call("vllm_ascend_platform.startup.torchvision_free.looks_like_pil_backend"),
+    apply=_call("vllm_ascend_platform.startup.torchvision_free.install_pil_processors"),
+    scope="startup", when="every vLLM process; changes nothing when torchvision imports",
+))
+
 DECLARATIONS: tuple[Patch, ...] = tuple(_DECLARED)
 """Every patch the platform declares, in declaration order (the registry registers them all)."""

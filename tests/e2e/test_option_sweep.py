@@ -106,9 +106,10 @@ def test_early_refusals_come_before_vllms_own_checks(probe_results):
 
 
 #: sampling features of vLLM 0.34 that the host modes refuse outside the option table's rows
-#: (options/mrv2_host.py): (id, CLI flags, the name the refusal must give). Watermarking with
-#: drafts needs an EAGLE/MTP draft model (vLLM refuses n-gram: VllmConfig._check_supports_
-#: watermarking); our refusal reads watermark_config alone, so the plain case covers it.
+#: (options/mrv2_host.py): (id, CLI flags, the name the refusal must give; None: starts).
+#: Watermarked verification (watermark + drafts) needs an EAGLE/MTP draft model (vLLM refuses
+#: n-gram: VllmConfig._check_supports_watermarking), so it is covered by the unit test
+#: (test_mrv2_host_refusals.py); watermarking alone runs on the host and must start.
 _NGRAM = '"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3'
 MRV2_HOST_CASES = (
     ("synthetic", ["--speculative-config", "{" + _NGRAM + ', "rejection_sample_method": '
@@ -117,7 +118,7 @@ MRV2_HOST_CASES = (
      "rejection_sample_method"),
     ("fly", ["--speculative-config", "{" + _NGRAM + ', "rejection_sample_method": "fly"}'],
      "rejection_sample_method"),
-    ("watermark", ["--watermark-config", '{"key": 7}'], "--watermark-config"),
+    ("watermark", ["--watermark-config", '{"key": 7}'], None),  # no drafts: served
     ("standard", ["--speculative-config", "{" + _NGRAM + ', "rejection_sample_method": '
                   '"standard"}'], None),
 )
@@ -125,9 +126,9 @@ MRV2_HOST_CASES = (
 
 @pytest.mark.skipif(not uses_model_runner_v2(), reason="vLLM 0.34 (Model Runner V2) options")
 def test_mrv2_host_sampling_features_refused_at_startup_by_name(model_path):
-    """Non-standard rejection sampling (synthetic, block, FLy) and watermarking have no host
-    stand-in: refused when the config is built, naming the option and the fix, where they used
-    to stop the engine at the first step that needed them; the standard rule still starts."""
+    """Non-standard rejection sampling (synthetic, block, FLy) has no host stand-in: refused
+    when the config is built, naming the option and the fix, where it used to stop the engine
+    at the first verification step; the standard rule and watermarking without drafts start."""
     payload = json.dumps([{"id": i, "argv": argv, "env": {}, "kwargs": {}}
                           for i, argv, _ in MRV2_HOST_CASES])
     proc = subprocess.run([sys.executable, str(HERE / "_option_probe_child.py"), model_path],

@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""options/mrv2_host.py: non-standard rejection sampling and watermarking are refused at start-up
-in the host modes on vLLM 0.34 (Model Runner V2, kernels replaced by host stand-ins), by name and
-with the fix; the standard rule and an NPU are not refused. The real-config path (vLLM's CLI
-parser -> create_engine_config) is tests/e2e/test_option_sweep.py::
-test_mrv2_host_sampling_features_refused_at_startup_by_name."""
+"""options/mrv2_host.py: non-standard rejection sampling and watermarked draft verification are
+refused at start-up in the host modes on vLLM 0.34 (Model Runner V2, kernels replaced by host
+stand-ins), by name and with the fix; the standard rule, watermarking without drafts and an NPU
+are not refused. The real-config path (vLLM's CLI parser -> create_engine_config) is
+tests/e2e/test_option_sweep.py::test_mrv2_host_sampling_features_refused_at_startup_by_name."""
 
 from __future__ import annotations
 
@@ -42,10 +42,16 @@ def test_non_standard_rejection_refused_by_name_with_the_fix(host_mrv2, method):
     assert "set it to 'standard'" in str(err.value)
 
 
-def test_watermarking_refused_by_name_with_the_fix(host_mrv2):
-    with pytest.raises(UnsupportedFeatureError, match=r"--watermark-config") as err:
-        check_features(_cfg(None, watermark=SimpleNamespace(key=7)), AscendConfig())
+def test_watermarked_verification_refused_by_name_with_the_fix(host_mrv2):
+    with pytest.raises(UnsupportedFeatureError, match=r"--watermark-config with "
+                       r"--speculative-config") as err:
+        check_features(_cfg("standard", watermark=SimpleNamespace(key=7)), AscendConfig())
     assert "drop --watermark-config" in str(err.value)
+
+
+def test_watermarking_without_drafts_starts(host_mrv2):
+    """Watermarked sampling alone runs on the host (nothing newly refused)."""
+    check_features(_cfg(None, watermark=SimpleNamespace(key=7)), AscendConfig())
 
 
 @pytest.mark.parametrize("method", ["standard", None])

@@ -12,10 +12,12 @@ step that needs them (the engine dies mid-request):
   ``"fly"``): vLLM's ``rejection_sample`` (``vllm/v1/worker/gpu/spec_decode/
   rejection_sampler_utils.py``) runs them in its Triton kernels; our stand-in implements the
   standard rule on ``ascend_ops.rejection_sample`` only.
-* ``watermark_config`` (text watermarking, ``vllm/config/watermarking.py``): MRv2 samples through
-  ``GPUWatermarkSampler`` (``vllm/v1/watermarking/gpu_sampler.py``) over the Triton kernels of
-  ``vllm/v1/worker/gpu/sample/watermark.py``, and with speculative decoding the verification is
-  watermarked as well (``RejectionSampler(watermark_key=...)``).
+* ``watermark_config`` (text watermarking, ``vllm/config/watermarking.py``) together with
+  ``speculative_config``: the verification is then watermarked (``RejectionSampler(
+  watermark_key=...)`` passes ``contexts`` / ``watermarking`` to ``rejection_sample``), which our
+  stand-in does not implement. Watermarking without drafts runs on the host
+  (``GPUWatermarkSampler``, ``vllm/v1/watermarking/gpu_sampler.py``, through the sampler's
+  stand-ins; checked with SmolLM2 in emulation) and is not refused.
 
 Both are refused here when the configuration is checked (``options/features.py``), by name and
 with what to change. On an NPU vLLM's own kernels run (triton-ascend), so nothing is refused
@@ -57,20 +59,20 @@ def _non_standard_rejection(vllm_config: Any, _ascend: Any) -> bool:
     return _rejection_method(vllm_config) != "standard" and _host_mrv2()
 
 
-def _watermarking(vllm_config: Any, _ascend: Any) -> bool:
-    return getattr(vllm_config, "watermark_config", None) is not None and _host_mrv2()
+def _watermarked_verification(vllm_config: Any, _ascend: Any) -> bool:
+    return (getattr(vllm_config, "watermark_config", None) is not None
+            and getattr(vllm_config, "speculative_config", None) is not None and _host_mrv2())
 
 
 REJECTION_FIX = ("CPU emulation and the simulated NPU verify drafts with the standard rule only: "
                  "drop rejection_sample_method (or set it to 'standard'), and with it "
                  "synthetic_acceptance_rates / synthetic_acceptance_length / fly_*")
-WATERMARK_FIX = ("CPU emulation and the simulated NPU have no host version of vLLM's watermark "
-                 "sampling kernels (vllm/v1/worker/gpu/sample/watermark.py): drop "
-                 "--watermark-config")
+WATERMARK_FIX = ("CPU emulation and the simulated NPU verify drafts without watermarking: drop "
+                 "--speculative-config to watermark, or drop --watermark-config to speculate")
 
 REFUSALS: tuple[Refusal, ...] = (
     Refusal("--speculative-config rejection_sample_method ('synthetic', 'block', 'fly')",
             _non_standard_rejection, REJECTION_FIX),
-    Refusal("--watermark-config / watermark_config (watermarked sampling and verification)",
-            _watermarking, WATERMARK_FIX),
+    Refusal("--watermark-config with --speculative-config (watermarked draft verification)",
+            _watermarked_verification, WATERMARK_FIX),
 )

@@ -32,6 +32,7 @@ from test_server_helpers import emulation_env
 from vllm_ascend_platform.options import support as S
 from vllm_ascend_platform.options.guards import EARLY_ARGS
 from vllm_ascend_platform.options.table import REFUSED
+from vllm_ascend_platform.startup.version_check import uses_model_runner_v2
 
 HERE = Path(__file__).resolve().parent
 N_TOKENS = 8
@@ -102,6 +103,46 @@ def test_early_refusals_come_before_vllms_own_checks(probe_results):
     for case in cases:
         error = probe_results[case["id"]]["error"]
         assert error.startswith("UnsupportedFeatureError: vllm-ascend does not"), error[-1500:]
+
+
+#: sampling features of vLLM 0.34 that the host modes refuse outside the option table's rows
+#: (options/mrv2_host.py): (id, CLI flags, the name the refusal must give; None: starts).
+#: Watermarked verification (watermark + drafts) needs an EAGLE/MTP draft model (vLLM refuses
+#: n-gram: VllmConfig._check_supports_watermarking), so it is covered by the unit test
+#: (test_mrv2_host_refusals.py); watermarking alone runs on the host and must start.
+_NGRAM = '"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3'
+MRV2_HOST_CASES = (
+    ("synthetic", ["--speculative-config", "{" + _NGRAM + ', "rejection_sample_method": '
+                   '"synthetic", "synthetic_acceptance_length": 2.0}'], "rejection_sample_method"),
+    ("block", ["--speculative-config", "{" + _NGRAM + ', "rejection_sample_method": "block"}'],
+     "rejection_sample_method"),
+    ("fly", ["--speculative-config", "{" + _NGRAM + ', "rejection_sample_method": "fly"}'],
+     "rejection_sample_method"),
+    ("watermark", ["--watermark-config", '{"key": 7}'], None),  # no drafts: served
+    ("standard", ["--speculative-config", "{" + _NGRAM + ', "rejection_sample_method": '
+                  '"standard"}'], None),
+)
+
+
+@pytest.mark.skipif(not uses_model_runner_v2(), reason="vLLM 0.34 (Model Runner V2) options")
+def test_mrv2_host_sampling_features_refused_at_startup_by_name(model_path):
+    """Non-standard rejection sampling (synthetic, block, FLy) has no host stand-in: refused
+    when the config is built, naming the option and the fix, where it used to stop the engine
+    at the first verification step; the standard rule and watermarking without drafts start."""
+    payload = json.dumps([{"id": i, "argv": argv, "env": {}, "kwargs": {}}
+                          for i, argv, _ in MRV2_HOST_CASES])
+    proc = subprocess.run([sys.executable, str(HERE / "_option_probe_child.py"), model_path],
+                          input=payload, capture_output=True, text=True, timeout=600,
+                          env=emulation_env())
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    for case_id, _, name in MRV2_HOST_CASES:
+        error = got[case_id]["error"]
+        if name is None:
+            assert got[case_id]["ok"], f"{case_id}: {error[-1500:]}"
+            continue
+        assert error.startswith("UnsupportedFeatureError: vllm-ascend does not"), error[-1500:]
+        assert name in error and "drop" in error, (case_id, error[-1500:])
 
 
 #: the float8 format each fp8 ``kv_cache_dtype`` stores (vLLM: "fp8" is e4m3)

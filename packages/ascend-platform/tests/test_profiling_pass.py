@@ -1,13 +1,16 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""NPUModelRunner._dummy_run: vLLM's profiling pass (``profile_run`` -> ``_dummy_run(
+"""The runner's ``_dummy_run``: vLLM's profiling pass (``profile_run`` -> ``_dummy_run(
 max_num_tokens, is_profile=True)``) is cut to a few tokens only where its size measures nothing
 (CPU emulation, compilation off: the KV budget is computed, memory.py); with compilation on, on
 the NPU and on the simulated NPU it keeps vLLM's size, and other dummy runs (graph capture,
 warm-up) are never touched.
 
-The runner is built without ``__init__`` holding only what the methods read; vLLM's
-``GPUModelRunner._dummy_run`` is replaced by a recorder."""
+The runner is the one the installed vLLM gets: ``NPUModelRunnerV2`` over MRv2's
+``GPUModelRunner`` (``vllm/v1/worker/gpu/model_runner.py``, vLLM 0.34; the rule in
+``worker/profiling_pass.py``) or ``NPUModelRunner`` over V1's
+(``vllm/v1/worker/gpu_model_runner.py``, vLLM 0.33). It is built without ``__init__`` holding
+only what the methods read; vLLM's ``GPUModelRunner._dummy_run`` is replaced by a recorder."""
 
 from __future__ import annotations
 
@@ -17,14 +20,17 @@ import pytest
 from vllm.config import CompilationMode
 from vllm_ascend_platform.startup.version_check import uses_model_runner_v2
 
-if uses_model_runner_v2():
-    pytest.skip(
-        "V1 only: the short profiling pass is NPUModelRunner's (vllm/v1/worker/gpu_model_runner.py, "
-        "deleted in vLLM 0.34); NPUModelRunnerV2 runs vLLM's full-size profile_run in every mode "
-        "(not ported yet: docs/model-runner-v2.md)", allow_module_level=True)
+MRV2 = uses_model_runner_v2()
+if MRV2:
+    import vllm.v1.worker.gpu.model_runner as gmr
+    from vllm_ascend_platform.worker.model_runner_v2 import NPUModelRunnerV2 as Runner
+    from vllm_ascend_platform.worker.profiling_pass import UNMEASURED_PROFILE_TOKENS
+else:
+    import vllm.v1.worker.gpu_model_runner as gmr
+    from vllm_ascend_platform.worker.model_runner import UNMEASURED_PROFILE_TOKENS
+    from vllm_ascend_platform.worker.model_runner import NPUModelRunner as Runner
 
-from vllm.v1.worker.gpu_model_runner import GPUModelRunner  # noqa: E402
-from vllm_ascend_platform.worker import model_runner as mr  # noqa: E402
+GPUModelRunner = gmr.GPUModelRunner
 
 
 @pytest.fixture
@@ -39,8 +45,8 @@ def recorded(monkeypatch):
     return calls
 
 
-def _runner(emulated: bool, compile_mode: CompilationMode) -> mr.NPUModelRunner:
-    runner = mr.NPUModelRunner.__new__(mr.NPUModelRunner)
+def _runner(emulated: bool, compile_mode: CompilationMode) -> Runner:
+    runner = Runner.__new__(Runner)
     runner.emulated = emulated
     runner.compilation_config = SimpleNamespace(mode=compile_mode)
     return runner
@@ -59,7 +65,7 @@ def test_profile_size_unused_only_in_eager_emulation(emulated, compile_mode, unu
 def test_emulated_eager_profiling_pass_is_short(recorded):
     runner = _runner(True, CompilationMode.NONE)
     assert runner._dummy_run(8192, is_profile=True, randomize_inputs=False) == ("hidden", "last")
-    assert recorded == [(mr.UNMEASURED_PROFILE_TOKENS, (), {"is_profile": True,
+    assert recorded == [(UNMEASURED_PROFILE_TOKENS, (), {"is_profile": True,
                                                             "randomize_inputs": False})]
     recorded.clear()
     runner._dummy_run(4, is_profile=True)  # already below the cut: unchanged
@@ -93,10 +99,19 @@ def test_profile_run_goes_through_the_short_pass(recorded, monkeypatch):
     sampled = []
     runner._dummy_sampler_run = lambda hidden: sampled.append(hidden)
     runner._sync_device = lambda: None
-    import vllm.v1.worker.gpu_model_runner as gmr
+    if MRV2:
+        # what MRv2's profile_run reads besides the V1 runner's (vllm/v1/worker/gpu/model_runner.py)
+        runner.vllm_config = SimpleNamespace(aux_output_config=SimpleNamespace(enabled=False))
+        runner.is_first_pp_rank = runner.is_last_pp_rank = True
+        runner.pooling_runner = None
+        runner.encoder_cache = None
+        # an engine has the platform's host stand-in here (patch emulation-host-accelerator)
+        import torch
 
-    monkeypatch.setattr(gmr, "get_pp_group", lambda: SimpleNamespace(is_last_rank=True))
+        monkeypatch.setattr(torch.accelerator, "synchronize", lambda *a, **k: None)
+    else:
+        monkeypatch.setattr(gmr, "get_pp_group", lambda: SimpleNamespace(is_last_rank=True))
     runner.profile_run()
-    assert [c[0] for c in recorded] == [mr.UNMEASURED_PROFILE_TOKENS]
+    assert [c[0] for c in recorded] == [UNMEASURED_PROFILE_TOKENS]
     assert recorded[0][2]["is_profile"] is True
     assert sampled == ["last"]

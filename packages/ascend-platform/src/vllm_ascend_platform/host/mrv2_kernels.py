@@ -26,9 +26,10 @@ Two granularities, both through the dispatcher (docs/model-runner-v2.md, "Kernel
   runner registers those tensors (:func:`register_pointers`) and the stand-ins look them up.
 
 Speculative decoding's stand-ins (EAGLE/EAGLE-3/MTP draft inputs, verification) are in
-:mod:`vllm_ascend_platform.host.mrv2_spec_decode`, registered together with these. Not covered
-yet (raise NotImplementedError when reached, naming the kernel): logprob token ids, NaN
-metrics, sampling masks, thinking budget, watermarking and context parallelism.
+:mod:`vllm_ascend_platform.host.mrv2_spec_decode`, registered together with these. Per-request
+``logprob_token_ids``: :mod:`vllm_ascend_platform.host.mrv2_logprobs`. Not covered yet (raise
+NotImplementedError when reached, naming the kernel): NaN metrics, sampling masks, thinking
+budget, watermarking and context parallelism.
 """
 
 from __future__ import annotations
@@ -859,8 +860,7 @@ KERNELS: dict[str, Any] = {
     f"{G}.sample.gumbel.apply_temperature": apply_temperature,
     f"{G}.sample.logprob.compute_token_logprobs": compute_token_logprobs,
     f"{G}.sample.logprob._ranks_kernel": HostLaunch(_ranks),
-    # reached only with the matching sampling parameters or features: fail loudly, by name
-    f"{G}.sample.logprob._fill_logprob_token_ids_kernel": _unsupported("_fill_logprob_token_ids_kernel"),
+    # logprob_token_ids: host/mrv2_logprobs.py (compute_topk_scores, _fill_logprob_token_ids_kernel)
     f"{G}.sample.min_p.apply_min_p": apply_min_p,
     f"{G}.sample.logit_bias.apply_logit_bias": apply_logit_bias,
     f"{G}.sample.penalties.bincount": bincount,
@@ -868,6 +868,7 @@ KERNELS: dict[str, Any] = {
     f"{G}.sample.bad_words.apply_bad_words": apply_bad_words,
     f"{G}.structured_outputs._apply_grammar_bitmask_kernel": HostLaunch(_apply_grammar_bitmask),
     f"{G}.sample.prompt_logprob.get_prompt_logprobs_token_ids": get_prompt_logprobs_token_ids,
+    # reached only with the matching sampling parameters or features: fail loudly, by name
     f"{G}.metrics.logits._num_nans_kernel": _unsupported("_num_nans_kernel"),
     f"{G}.sample.output._compact_sampling_mask_kernel":
         _unsupported("_compact_sampling_mask_kernel"),

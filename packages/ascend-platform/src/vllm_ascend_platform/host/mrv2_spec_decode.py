@@ -42,6 +42,7 @@ from vllm_ascend_platform.host.mrv2_kernels import (
     murmur3_uniform32,
 )
 from vllm_ascend_platform.host.mrv2_kernels import register as register_step_kernels
+from vllm_ascend_platform.host.mrv2_logprobs import KERNELS as LOGPROB_KERNELS
 
 # the murmur3 counter the acceptance draws use in place of a token id: never a vocabulary
 # index, so the acceptance uniform of a position is independent of the Gumbel noise that
@@ -346,8 +347,9 @@ KERNELS: dict[str, Any] = {
 
 
 def register() -> None:
-    """Register the step stand-ins, the multimodal ones (``host/mrv2_mm_kernels.py``) and these
-    with vLLM's dispatcher in one call (once per process, ``mrv2_kernels.register``)."""
+    """Register the step stand-ins, the multimodal ones (``host/mrv2_mm_kernels.py``), the
+    ``logprob_token_ids`` ones (``host/mrv2_logprobs.py``) and these with vLLM's dispatcher in one
+    call (once per process, ``mrv2_kernels.register``)."""
     from vllm_ascend_platform.host.mrv2_mm_kernels import MM_KERNELS
 
-    register_step_kernels({**STEP_KERNELS, **MM_KERNELS, **KERNELS})
+    register_step_kernels({**STEP_KERNELS, **MM_KERNELS, **LOGPROB_KERNELS, **KERNELS})

@@ -44,11 +44,13 @@ REFUSALS: tuple[Refusal, ...] = (
 def refused_features(vllm_config: Any, ascend_config: AscendConfig) -> list[Refusal]:
     """The refusals that apply to this configuration (empty when all is supported): the
     features above plus the refused rows of the vLLM option table (options/support.py) and the
-    IR-op providers (options/guards.py)."""
+    IR-op providers (options/guards.py) and the MRv2 host-mode sampling features
+    (options/mrv2_host.py)."""
+    from vllm_ascend_platform.options import mrv2_host
     from vllm_ascend_platform.options.guards import ir_provider_refusal
     from vllm_ascend_platform.options.support import option_refusals
 
-    candidates = (*REFUSALS, *option_refusals(), ir_provider_refusal())
+    candidates = (*REFUSALS, *option_refusals(), ir_provider_refusal(), *mrv2_host.REFUSALS)
     return [r for r in candidates if r.requested(vllm_config, ascend_config)]
 
 

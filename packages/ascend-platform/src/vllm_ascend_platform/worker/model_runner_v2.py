@@ -34,6 +34,7 @@ from vllm.v1.worker.gpu.model_runner import GPUModelRunner
 
 from vllm_ascend_platform import envs
 from vllm_ascend_platform.patches.registry import patched
+from vllm_ascend_platform.worker import profiling_pass
 from vllm_ascend_platform.worker.lora_runner import AscendLoRARunnerMixin
 
 logger = init_logger("vllm.ascend.model_runner_v2")
@@ -94,9 +95,16 @@ class NPUModelRunnerV2(AscendLoRARunnerMixin, GPUModelRunner):
         with patched("device-stream-api"):
             return super().pool(*args, **kwargs)
 
-    def _dummy_run(self, *args: Any, **kwargs: Any) -> Any:
+    def _dummy_run(self, num_tokens: int, *args: Any, **kwargs: Any) -> Any:
+        """vLLM's dummy forward; the profiling pass is cut short in eager CPU emulation, where
+        its size measures nothing (``worker/profiling_pass.py``)."""
+        num_tokens = profiling_pass.dummy_run_tokens(
+            num_tokens, kwargs.get("is_profile", False), self.emulated, self.compilation_config)
         with patched("device-stream-api"):
-            return super()._dummy_run(*args, **kwargs)
+            return super()._dummy_run(num_tokens, *args, **kwargs)
+
+    def profile_size_unused(self) -> bool:
+        return profiling_pass.profile_size_unused(self.emulated, self.compilation_config)
 
     def _dummy_sampler_run(self, hidden_states: torch.Tensor) -> None:
         """vLLM's dummy sampler pass; on the host only its default pass, as vLLM does for its

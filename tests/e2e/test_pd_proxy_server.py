@@ -21,9 +21,15 @@ from pathlib import Path
 
 import httpx
 import pytest
+from packaging.version import Version
 from test_server_helpers import Server, demo_model_path, emulation_env
 
 from vllm_ascend import ports
+
+vllm = pytest.importorskip("vllm")
+if Version(Version(str(vllm.__version__)).base_version) < Version("0.34"):
+    pytest.skip("KV connectors are served on vLLM >= 0.34 (Model Runner V2)",
+                allow_module_level=True)
 
 REPO = Path(__file__).resolve().parents[2]
 BLOCK = 128

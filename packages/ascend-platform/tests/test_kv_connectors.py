@@ -178,3 +178,15 @@ def test_a_producer_with_an_unwritable_directory_stops_at_routing(tmp_path):
     # a consumer only reads: no check
     kv_connectors.route_served_connector(SimpleNamespace(
         kv_transfer_config=_kvt("ExampleConnector", path=str(tmp_path / "f" / "kv"))))
+
+
+def test_example_connector_is_refused_on_the_v1_runner_line(monkeypatch):
+    from vllm_ascend_platform.options import table_lines
+
+    monkeypatch.setattr(table_lines, "installed_vllm", lambda: "0.33.1")
+    (refusal,) = kv_connectors.connector_refusals(
+        SimpleNamespace(kv_transfer_config=_kvt("ExampleConnector")))
+    assert "Model Runner V2 only" in refusal.fix
+    monkeypatch.setattr(table_lines, "installed_vllm", lambda: "0.34.0+empty")
+    assert kv_connectors.connector_refusals(
+        SimpleNamespace(kv_transfer_config=_kvt("ExampleConnector"))) == []

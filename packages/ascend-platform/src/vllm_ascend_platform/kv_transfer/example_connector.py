@@ -98,6 +98,7 @@ class AscendExampleConnector(_UpstreamExampleConnector):
         for request in metadata.requests:
             if request.is_store or request.slot_mapping.numel() == 0:
                 continue
+            filename = self._storage_path
             try:
                 for layer_name in self._kv_caches:
                     key_cache, value_cache, ids, _ = self._layer_blocks(layer_name, request)
@@ -110,8 +111,7 @@ class AscendExampleConnector(_UpstreamExampleConnector):
                 self._load_errors.update(int(b) for b in blocks.tolist())
                 logger.error("ExampleConnector: loading the KV of %d prompt tokens from %s "
                              "failed (%s: %s); their blocks are reported as load errors",
-                             len(request.slot_mapping), self._storage_path,
-                             type(err).__name__, err)
+                             len(request.slot_mapping), filename, type(err).__name__, err)
                 continue
             self.loaded_tokens += len(request.slot_mapping)
             logger.debug("ExampleConnector: loaded the KV of %d prompt tokens",

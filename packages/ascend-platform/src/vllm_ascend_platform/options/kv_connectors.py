@@ -83,6 +83,16 @@ def _name(kv_transfer_config: Any) -> str | None:
     return getattr(kv_transfer_config, "kv_connector", None)
 
 
+def _model_runner_v2() -> bool:
+    """True when the installed vLLM has only Model Runner V2 (>= 0.34, docs/model-runner-v2.md)."""
+    from packaging.version import Version
+
+    from vllm_ascend_platform.options.table_lines import installed_vllm
+
+    version = installed_vllm()
+    return version is None or Version(Version(version).base_version) >= Version("0.34")
+
+
 def refusal_reason(kv_transfer_config: Any) -> str | None:
     """Why this ``KVTransferConfig`` is refused, or None when it is served (or unset)."""
     if kv_transfer_config is None:
@@ -90,6 +100,9 @@ def refusal_reason(kv_transfer_config: Any) -> str | None:
     name = _name(kv_transfer_config)
     module = getattr(kv_transfer_config, "kv_connector_module_path", None)
     if name in SERVED and module in (None, SERVED[name]):
+        if not _model_runner_v2():
+            return (f"{name} is wired to vLLM 0.34's Model Runner V2 only "
+                    "(vllm/v1/worker/gpu/kv_connector.py); this vLLM runs Model Runner V1")
         return None
     if module:
         return (f"external connector module {module!r} {_LAYOUT} unless written for it; "

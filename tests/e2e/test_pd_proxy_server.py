@@ -108,3 +108,30 @@ def test_a_dead_prefill_instance_fails_requests_by_name_and_decode_serves_on(pd,
     assert time.monotonic() - start < 30
     assert httpx.get(f"{decode.url}/health", timeout=10).status_code == 200
     assert _complete(decode.url, model_path).status_code == 200
+
+
+def _proxy_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("pd_proxy", REPO / "scripts" / "pd_proxy.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_proxy_names_an_unreachable_instance_at_once():
+    """No server needed: nothing listens on either port; the request fails within the connect
+    timeout naming the prefill instance, and /health names it too."""
+    from fastapi.testclient import TestClient
+
+    dead = [f"http://127.0.0.1:{ports.free_port()}" for _ in range(2)]
+    app = _proxy_module().build_app(dead[0], dead[1], timeout=10, connect_timeout=2)
+    with TestClient(app) as client:
+        start = time.monotonic()
+        r = client.post("/v1/chat/completions", json={"model": "m", "messages": [], "max_tokens": 4})
+        assert r.status_code == 502
+        assert r.json()["error"]["message"].startswith(f"prefill instance {dead[0]} unreachable")
+        assert time.monotonic() - start < 10
+        h = client.get("/health")
+        assert h.status_code == 503 and dead[0] in h.json()["error"]["message"]

@@ -190,3 +190,90 @@ def test_example_connector_is_refused_on_the_v1_runner_line(monkeypatch):
     monkeypatch.setattr(table_lines, "installed_vllm", lambda: "0.34.0+empty")
     assert kv_connectors.connector_refusals(
         SimpleNamespace(kv_transfer_config=_kvt("ExampleConnector"))) == []
+
+
+# ---- AscendExampleConnector's worker half, without an engine ------------------------------------
+def _worker_connector(tmp_path, layers=2):
+    """The connector's worker half on hand-made caches (two dense layers on the Ascend backend),
+    without vLLM's constructor (it needs a whole VllmConfig)."""
+    from vllm.distributed.kv_transfer.kv_connector.v1.example_connector import (
+        ExampleConnectorMetadata,
+    )
+    from vllm_ascend_platform.kv_transfer.example_connector import AscendExampleConnector
+
+    conn = AscendExampleConnector.__new__(AscendExampleConnector)
+    conn._storage_path = str(tmp_path)
+    conn._block_size = BS
+    conn._load_errors = set()
+    conn.saved_tokens = conn.loaded_tokens = 0
+    caches, conn._layers = {}, {}
+    for i in range(layers):
+        _, view, layer = _dense_layer()
+        k, v = block_io.layer_parts(layer, view)
+        k.copy_(torch.randn_like(k))
+        v.copy_(torch.randn_like(v))
+        caches[f"l{i}"], conn._layers[f"l{i}"] = view, layer
+    conn.register_kv_caches(caches)
+    meta = ExampleConnectorMetadata()
+    conn._get_connector_metadata = lambda: meta
+    conn.has_connector_metadata = lambda: True
+    return conn, meta
+
+
+def _add(meta, tokens, blocks, store):
+    meta.add_request(token_ids=tokens, block_ids=blocks, block_size=BS, is_store=store,
+                     mm_hashes=[])
+
+
+def test_save_then_load_moves_exactly_the_prompts_blocks(tmp_path):
+    import safetensors.torch
+
+    prompt = list(range(100, 100 + 2 * BS + 5))  # 2 whole blocks move (len - 1 aligned)
+    src, meta = _worker_connector(tmp_path)
+    _add(meta, prompt, [4, 1, 2], store=True)
+    src.wait_for_save()
+    assert src.saved_tokens == 2 * BS
+    (folder,) = [p for p in tmp_path.iterdir()]  # no temporary folder left behind
+    assert not folder.name.startswith(".")
+    k, v = block_io.layer_parts(src._layers["l1"], src._kv_caches["l1"])
+    saved = safetensors.torch.load_file(str(folder / "l1.safetensors"))["kv_cache"]
+    # vLLM's per-token layout: token t of block 4 = cat(K, V) of that slot
+    assert saved.shape == (2 * BS, H, 2 * D)
+    assert torch.equal(saved[3], torch.cat((k[4, 3], v[4, 3]), dim=-1))
+    assert torch.equal(saved[BS + 7], torch.cat((k[1, 7], v[1, 7]), dim=-1))
+
+    dst, meta2 = _worker_connector(tmp_path)
+    _add(meta2, prompt, [0, 5, 3], store=False)
+    before = {n: [p.clone() for p in block_io.layer_parts(dst._layers[n], c)]
+              for n, c in dst._kv_caches.items()}
+    dst.start_load_kv(None)
+    assert dst.loaded_tokens == 2 * BS and dst.get_block_ids_with_load_errors() == set()
+    for name in ("l0", "l1"):
+        sk, sv = block_io.layer_parts(src._layers[name], src._kv_caches[name])
+        dk, dv = block_io.layer_parts(dst._layers[name], dst._kv_caches[name])
+        for s_block, d_block in ((4, 0), (1, 5)):
+            assert torch.equal(dk[d_block], sk[s_block]) and torch.equal(dv[d_block], sv[s_block])
+        for b in (1, 2, 3, 4):  # untouched (block 3 holds the prompt's unsent tail)
+            assert torch.equal(dk[b], before[name][0][b]) and torch.equal(dv[b], before[name][1][b])
+
+
+def test_a_missing_transfer_is_a_load_error_not_a_crash(tmp_path):
+    prompt = list(range(100, 100 + BS + 5))
+    src, meta = _worker_connector(tmp_path)
+    _add(meta, prompt, [2, 3], store=True)
+    src.wait_for_save()
+    (folder,) = list(tmp_path.iterdir())
+    (folder / "l1.safetensors").unlink()  # half a transfer
+    dst, meta2 = _worker_connector(tmp_path)
+    _add(meta2, prompt, [5, 0], store=False)
+    dst.start_load_kv(None)
+    assert dst.get_block_ids_with_load_errors() == {5}  # the request's manager blocks
+    assert dst.get_block_ids_with_load_errors() == set()  # reported once
+    assert dst.loaded_tokens == 0
+
+
+def test_a_failed_save_is_logged_and_leaves_no_hit(tmp_path):
+    src, meta = _worker_connector(tmp_path / "gone")
+    _add(meta, list(range(100, 100 + BS + 5)), [2, 3], store=True)
+    src.wait_for_save()  # the directory does not exist: logged, not raised
+    assert src.saved_tokens == 0 and not (tmp_path / "gone").exists()

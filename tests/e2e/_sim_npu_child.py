@@ -118,6 +118,7 @@ def _run(spec: dict, run: dict) -> dict:
             tokens = [list(o.outputs[0].token_ids) for o in outs]
             facts = _facts(llm)
             facts["full_replay_tokens"] = sorted(replay_tokens)
+            facts["num_cached_tokens"] = [o.num_cached_tokens for o in outs]  # local + external
         finally:
             close_llm(llm)
             gc.collect()

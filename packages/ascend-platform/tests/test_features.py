@@ -33,7 +33,11 @@ def test_plain_config_passes():
 
 @pytest.mark.parametrize("over,ascend,feature", [
     ({}, {"enable_weight_nz": True}, "FRACTAL_NZ"),
-    ({"kv_transfer_config": object()}, {}, "KV connectors"),
+    # a KV connector not served on Ascend (ExampleConnector is: test_kv_connectors.py)
+    ({"kv_transfer_config": SimpleNamespace(kv_connector="NixlConnector",
+                                            kv_connector_module_path=None)}, {},
+     "KV connector 'NixlConnector'"),
+    ({"kv_transfer_config": object()}, {}, "names no kv_connector"),
 ])
 def test_each_feature_refused_by_name(over, ascend, feature):
     with pytest.raises(UnsupportedFeatureError, match=feature):
@@ -53,7 +57,7 @@ def test_multimodal_models_are_served():
 def test_all_refusals_listed_together():
     with pytest.raises(UnsupportedFeatureError) as err:
         check_features(_cfg(kv_transfer_config=1, ec_transfer_config=1), AscendConfig())
-    assert "encoder-cache" in str(err.value) and "KV connectors" in str(err.value)
+    assert "encoder-cache" in str(err.value) and "KV connector" in str(err.value)
 
 
 def test_speculative_decoding_is_served():

@@ -106,6 +106,15 @@ class AscendAttentionBackend(AttentionBackend):
         kv_layout.zero_blocks(kv_cache, block_ids, _widths(kv_cache, getattr(layer, "head_size", None)))
 
     @classmethod
+    def kv_cache_parts(cls, kv_cache: torch.Tensor, layer) -> tuple[torch.Tensor, torch.Tensor]:
+        """``layer``'s key and value caches, each ``[num_blocks, block_size, num_kv_heads, D]``
+        (no copy): the layout block-level KV access (``ascend_ops.read_kv_blocks``, the KV
+        connectors) addresses instead of vLLM's logical view (see ``kv_layout``)."""
+        key_cache, value_cache = kv_layout.split_cache(
+            kv_cache, _widths(kv_cache, getattr(layer, "head_size", None)))
+        return key_cache, value_cache
+
+    @classmethod
     def supports_non_causal(cls) -> bool:
         return True
 

@@ -100,6 +100,14 @@ class AscendMLABackend(MLACommonBackend):
         kv_layout.zero_blocks(kv_cache, block_ids, _widths(kv_cache, getattr(layer, "kv_lora_rank", None)))
 
     @classmethod
+    def kv_cache_parts(cls, kv_cache: torch.Tensor, layer) -> tuple[torch.Tensor, torch.Tensor]:
+        """``layer``'s latent and rope caches, ``[num_blocks, block_size, 1, kv_lora_rank]`` and
+        ``[num_blocks, block_size, 1, rope_dim]`` (no copy), for block-level KV access."""
+        nope, rope = kv_layout.split_cache(
+            kv_cache, _widths(kv_cache, getattr(layer, "kv_lora_rank", None)))
+        return nope, rope
+
+    @classmethod
     def get_supported_head_sizes(cls) -> list[int]:
         """Any latent width (kv_lora_rank + rope dim) the FIA head-dim limit (512) allows."""
         return []

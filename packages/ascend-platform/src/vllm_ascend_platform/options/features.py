@@ -23,11 +23,6 @@ REFUSALS: tuple[Refusal, ...] = (
         "remove enable_weight_nz from additional_config (or set it to false)",
     ),
     Refusal(
-        "KV connectors / KV transfer (disaggregated prefill)",
-        lambda c, a: getattr(c, "kv_transfer_config", None) is not None,
-        "drop --kv-transfer-config / kv_transfer_config",
-    ),
-    Refusal(
         "encoder-cache transfer",
         lambda c, a: getattr(c, "ec_transfer_config", None) is not None,
         "drop --ec-transfer-config / ec_transfer_config",
@@ -43,14 +38,16 @@ REFUSALS: tuple[Refusal, ...] = (
 
 def refused_features(vllm_config: Any, ascend_config: AscendConfig) -> list[Refusal]:
     """The refusals that apply to this configuration (empty when all is supported): the
-    features above plus the refused rows of the vLLM option table (options/support.py) and the
-    IR-op providers (options/guards.py) and the MRv2 host-mode sampling features
-    (options/mrv2_host.py)."""
+    features above, a KV connector not served (options/kv_connectors.py), the refused rows of
+    the vLLM option table (options/support.py), the IR-op providers (options/guards.py) and the
+    MRv2 host-mode sampling features (options/mrv2_host.py)."""
     from vllm_ascend_platform.options import mrv2_host
     from vllm_ascend_platform.options.guards import ir_provider_refusal
+    from vllm_ascend_platform.options.kv_connectors import connector_refusals
     from vllm_ascend_platform.options.support import option_refusals
 
-    candidates = (*REFUSALS, *option_refusals(), ir_provider_refusal(), *mrv2_host.REFUSALS)
+    candidates = (*REFUSALS, *connector_refusals(vllm_config), *option_refusals(),
+                  ir_provider_refusal(), *mrv2_host.REFUSALS)
     return [r for r in candidates if r.requested(vllm_config, ascend_config)]
 
 

@@ -87,8 +87,11 @@ ARG_GROUPS: tuple[tuple[str, str, str], ...] = (
     (REFUSED, "pass --attention-backend ASCEND_ATTN, ASCEND_MLA or ASCEND_SFA (DeepSeek-V3.2 sparse "
      "MLA, docs/sparse-attention.md), or leave it unset",
      "attention_backend"),
-    (REFUSED, "drop --kv-transfer-config / kv_transfer_config",
-     "kv_transfer_config kv_offloading_size kv_offloading_backend"),
+    (SUPPORTED, "tests/e2e/test_pd_disaggregation.py::test_consumer_reuses_producer_blocks_same_tokens",
+     "kv_transfer_config"),
+    (REFUSED, "KV offloading is not wired to the Ascend KV layout yet (vLLM's OffloadingConnector "
+     "copies vLLM's page layout with CUDA kernels): drop --kv-offloading-size / "
+     "--kv-offloading-backend", "kv_offloading_size kv_offloading_backend"),
     (REFUSED, "drop --ec-transfer-config / ec_transfer_config", "ec_transfer_config"),
     (REFUSED, "context parallelism is not built: leave --prefill-context-parallel-size and "
      "--decode-context-parallel-size at 1",

@@ -39,6 +39,7 @@ def apply_ascend_defaults(platform_cls: type, vllm_config: VllmConfig,
     _scheduling(vllm_config)
     _eager_when_no_graphs(vllm_config)
     _configure_layers(vllm_config, ascend_config)
+    _kv_connector(vllm_config)
     _log_startup_line(platform_cls, vllm_config)
 
 
@@ -196,6 +197,13 @@ def _configure_layers(vllm_config: VllmConfig, ascend_config: AscendConfig) -> N
     for desc in contract.installed_layers():
         if "configure" in desc.provides:
             contract.resolve(desc.provides["configure"])(vllm_config, sections[desc.name])
+
+
+def _kv_connector(vllm_config: VllmConfig) -> None:
+    """A served KV connector runs as its Ascend class (options/kv_connectors.py)."""
+    from vllm_ascend_platform.options.kv_connectors import route_served_connector
+
+    route_served_connector(vllm_config)
 
 
 def _log_startup_line(platform_cls: Any, vllm_config: VllmConfig) -> None:

@@ -302,7 +302,7 @@ def offline(model_path, tmp_path_factory):
     env = emulation_env(VLLM_ENABLE_V1_MULTIPROCESSING="0")
     import vllm
 
-    # a dev build of the installed release line (0.33.1.dev12+gabc123 on 0.33, 0.34.1... on 0.34)
+    # a dev build of the installed release line (0.34.1.dev12+gabc123 on 0.34)
     line = ".".join(str(vllm.__version__).split(".")[:2])
     proc = subprocess.run([sys.executable, str(script), model_path, f"{line}.1.dev12+gabc123"],
                           env=env, capture_output=True, text=True, timeout=900)

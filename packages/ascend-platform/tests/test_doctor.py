@@ -147,7 +147,7 @@ def test_runs_in_a_venv_without_vllm(venv_without_vllm):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "vllm not installed" in proc.stdout
     assert "runner:    n/a (no vLLM)" in proc.stdout
-    assert ("PROBLEM:   vLLM is not installed: install vLLM '>=0.33,<0.35' built from its source "
+    assert ("PROBLEM:   vLLM is not installed: install vLLM '>=0.34,<0.35' built from its source "
             "for the empty target (VLLM_TARGET_DEVICE=empty") in proc.stdout
     assert "PROBLEM:   torch is not installed" in proc.stdout
     assert "Traceback" not in proc.stderr

@@ -33,7 +33,7 @@ LAYER: dict = {
     "name": "models",
     "distribution": "vllm-ascend-models",
     "version": __version__,
-    "vllm": ">=0.33,<0.35",
+    "vllm": ">=0.34,<0.35",
     "provides": {
         "register": "vllm_ascend_models.register",
         "configure": "vllm_ascend_models.configure",

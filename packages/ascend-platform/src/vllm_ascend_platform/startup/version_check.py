@@ -37,7 +37,7 @@ from vllm_ascend_platform.startup.layer_dists import layer_key as _layer_key
 from vllm_ascend_platform.startup.log import log
 
 #: vLLM versions the platform itself supports (each layer states its own in its description)
-PLATFORM_VLLM = ">=0.33,<0.35"
+PLATFORM_VLLM = ">=0.34,<0.35"
 PLATFORM_DIST = "vllm-ascend-platform"
 #: Opt-in escape hatch: run an unsupported vLLM anyway, with a warning.
 SKIP_ENV = "VLLM_ASCEND_SKIP_VERSION_CHECK"

@@ -15,7 +15,6 @@ from typing import Any
 
 from vllm_ascend_platform.patches.patch import Patch
 
-VLLM_033 = ">=0.33,<0.34"
 #: the supported vLLM line (startup/version_check.py, PLATFORM_VLLM)
 VLLM_034 = ">=0.34,<0.35"
 _DECLARED: list[Patch] = []
@@ -49,14 +48,6 @@ def _owner(*args: Any) -> None:
     raise RuntimeError("an 'owner' patch is applied by its owner, not by the registry")
 
 
-def _is_vllm_graph_capture(obj: Any) -> bool:
-    from vllm.distributed import parallel_state
-
-    from vllm_ascend_platform.worker.graph_capture import npu_graph_capture
-
-    return obj is parallel_state.graph_capture or obj is npu_graph_capture
-
-
 _declare(Patch(
     name="emulation-host-accelerator",
     target="torch:accelerator",
@@ -86,36 +77,7 @@ _declare(Patch(
         "Tensor.record_stream skips host tensors: vLLM 0.34's PP relay calls it)",
     check=_has(*CUDA_STREAM_API),
     apply=_call("vllm_ascend_platform.worker.device_stream.device_stream_api"),
-    scope="scoped", when="around NPUModelRunner construction, steps and graph capture",
-))
-def _slot_mapping_signature(fn: Any) -> bool:
-    import inspect
-
-    return callable(fn) and list(inspect.signature(fn).parameters) == [
-        "self", "num_reqs", "query_start_loc", "positions"]
-
-
-_declare(Patch(
-    name="block-table-direct-slot-mapping",
-    target="vllm.v1.worker.block_table:BlockTable.compute_slot_mapping",
-    vllm_versions=VLLM_033,
-    why="vLLM's method reaches the slot-mapping kernel through its JIT-kernel launcher, about "
-        "half of the call's host time each step; where that kernel is our registered override "
-        "(host, no Triton), our runner's block tables call it directly, per instance",
-    check=_slot_mapping_signature,
-    apply=_call("vllm_ascend_platform.host.triton_overrides.direct_slot_mapping"),
-    scope="on-demand",
-    when="CPU emulation and simulated NPU (override registered), each input batch the runner builds",
-))
-_declare(Patch(
-    name="graph-capture",
-    target="vllm.v1.worker.gpu_model_runner:graph_capture",
-    vllm_versions=VLLM_033,
-    why="GroupCoordinator.graph_capture asserts a CUDA/XPU communicator for TP/PP/DP > 1; "
-        "ACL graph capture needs only the side stream",
-    check=_is_vllm_graph_capture,
-    apply=_call("vllm_ascend_platform.worker.graph_capture.capture_context"),
-    scope="scoped", when="around NPUWorker's graph capture",
+    scope="scoped", when="around NPUModelRunnerV2 construction, steps and graph capture",
 ))
 _declare(Patch(
     name="sleep-accelerator-api",

@@ -66,8 +66,6 @@ ROLES: dict[str, str] = {
     "ir_kernels": "() -> None; registers IR-op kernels (Platform.import_ir_kernels)",
     "ir_op_priority": "(vllm_config) -> IrOpPriorityConfig (Platform.get_default_ir_op_priority)",
     "punica_wrapper": "Platform.get_punica_wrapper (LoRA)",
-    "rejection_sampler": "the vLLM RejectionSampler subclass NPUModelRunner installs for "
-                         "speculative decoding (docs/spec-decode.md)",
     "quantization_methods": "tuple of the --quantization names the layer serves; "
                             "NPUPlatform.verify_quantization refuses every other",
     "msmodelslim_method": "the --quantization name an msModelSlim checkpoint (one holding "

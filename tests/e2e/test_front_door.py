@@ -5,7 +5,7 @@
 Each start here must stop before model loading, so each costs a process start, not
 an engine start. The passing starts of these cases live in test_server.py (one shared
 server). Expected behaviour: the platform's front door (packages/ascend-platform/README.md) and
-vLLM 0.33's plugin loader (VLLM_PLUGINS is an allowlist split on ",": the empty string loads nothing).
+vLLM 0.34's plugin loader (VLLM_PLUGINS is an allowlist split on ",": the empty string loads nothing).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
 One server per module (SmolLM2-135M-Instruct, float32, ``--max-model-len 512``),
 driven with the ``openai`` SDK. Expected tokens and logprobs come from HF
 transformers' forward pass on the same checkpoint; the HTTP statuses are vLLM
-0.33's own documented behaviour. The same server start also covers a valid ``additional_config``
+0.34's own documented behaviour. The same server start also covers a valid ``additional_config``
 (vLLM's own additional_config keys, one with a value Ascend has no kernel for) and
 the plugin selection (``VLLM_PLUGINS`` naming our two plugins, logged). The server runs with
 n-gram speculative decoding (``--speculative-config``), so the HF-greedy and logprob checks

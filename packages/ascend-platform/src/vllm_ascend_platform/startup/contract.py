@@ -113,7 +113,7 @@ class LayerDescription(BaseModel):
     distribution: str
     #: the layer's version (PEP 440)
     version: str
-    #: the vLLM versions it supports, a PEP 440 specifier (">=0.33,<0.34")
+    #: the vLLM versions it supports, a PEP 440 specifier (">=0.34,<0.35")
     vllm: str
     #: role -> qualified name of a class, function or module (see ``ROLES``)
     provides: dict[str, str]
@@ -145,7 +145,7 @@ class LayerDescription(BaseModel):
             SpecifierSet(value)
         except InvalidSpecifier as exc:
             raise ValueError(
-                f"{value!r} is not a PEP 440 specifier such as '>=0.33,<0.34'") from exc
+                f"{value!r} is not a PEP 440 specifier such as '>=0.34,<0.35'") from exc
         return value
 
     @model_validator(mode="after")

@@ -35,8 +35,8 @@ import types
 
 
 def _enable_triton_interpreter() -> None:
-    # Before vLLM is imported: let vllm.triton_utils accept Triton with the interpreter (see
-    # packages/ascend-models/tests/_vllm_rejection_oracle.py for the same arrangement).
+    # Before vLLM is imported: let vllm.triton_utils accept Triton with the interpreter (a driver
+    # that reports itself active, so vLLM's HAS_TRITON check passes on a CPU).
     os.environ["TRITON_INTERPRET"] = "1"
     from triton.backends import backends
 

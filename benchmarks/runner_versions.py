@@ -121,7 +121,10 @@ def _run(python: str, mode: str, model: str, batch: int, tokens: int, reps: int,
     for key in ("VLLM_TARGET_DEVICE", "VLLM_PLUGINS"):
         env.pop(key, None)
     # `python -c` puts the working directory first on sys.path: start in a neutral one, so each
-    # side imports the plugin installed in its own venv (the old side: an older checkout's)
+    # side imports the plugin installed in its own venv (the old side: an older checkout's); a
+    # relative interpreter path is taken from here first
+    if os.sep in python:
+        python = os.path.abspath(python)
     proc = subprocess.run(
         [python, "-c", CHILD, model, str(batch), str(tokens), dtype, json.dumps(PROMPTS),
          str(reps)], env=env, capture_output=True, text=True, timeout=1800,

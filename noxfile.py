@@ -27,7 +27,7 @@ Default (``nox`` with no ``-s``): ``lint``, ``hygiene`` and ``typecheck`` (fast,
 ``tests(...)`` session, then ``e2e``, then ``npu_coverage``, then ``release``.
 
 Environments (why they differ)
-    Everything here expects ``bash scripts/bootstrap.sh`` to have prepared ``.venv`` (vLLM 0.33.0
+    Everything here expects ``bash scripts/bootstrap.sh`` to have prepared ``.venv`` (vLLM 0.34.0
     built for the empty target over CPU torch 2.13.0, all our packages editable, test tools);
     ``scripts/test.sh`` does that.
 

@@ -9,6 +9,11 @@ vocab V, draft probabilities, every other request greedy, the same inputs for ev
 vLLM's kernels (``rejection_sample`` in ``vllm/v1/sample/rejection_sampler.py``) have no CPU
 backend: they run under Triton's interpreter (numpy), which is how they can be checked on a CPU,
 not how fast they are on a GPU -- read that column as "the oracle's cost", not as a competitor.
+That column needs a vLLM that still has those kernels (vLLM 0.32 / 0.33: an older vllm-ascend
+checkout's venv, benchmarks/README.md "Model Runner V2 vs V1"); vLLM 0.34 deleted them with
+Model Runner V1, and MRv2's ``rejection_sample`` (``vllm/v1/worker/gpu/spec_decode/
+rejection_sampler_utils.py``) verifies from logits, not from these probability inputs, so on 0.34
+the column is skipped with a note.
 The aten column is the NPU branch (``ascend_ops.npu.spec_decode``) executed by CPU torch: it shows the
 op count/memory traffic of the vectorised form, not NPU speed. Results are checked to be
 identical across backends before timing.
@@ -30,8 +35,8 @@ import types
 
 
 def _enable_triton_interpreter() -> None:
-    # Before vLLM is imported: let vllm.triton_utils accept Triton with the interpreter (see
-    # packages/ascend-models/tests/_vllm_rejection_oracle.py for the same arrangement).
+    # Before vLLM is imported: let vllm.triton_utils accept Triton with the interpreter (a driver
+    # that reports itself active, so vLLM's HAS_TRITON check passes on a CPU).
     os.environ["TRITON_INTERPRET"] = "1"
     from triton.backends import backends
 
@@ -113,6 +118,13 @@ def main() -> int:
     ap.add_argument("--no-vllm", action="store_true", help="skip vLLM's interpreted kernels")
     ap.add_argument("--no-reference", action="store_true", help="skip the float64 reference")
     args = ap.parse_args()
+    if not args.no_vllm:
+        import importlib.util
+
+        if importlib.util.find_spec("vllm.v1.sample.rejection_sampler") is None:
+            print("note: this vLLM has no V1 rejection-sampler kernels (vllm/v1/sample/"
+                  "rejection_sampler.py, deleted in vLLM 0.34): vLLM column skipped")
+            args.no_vllm = True
     if not args.no_vllm:
         _enable_triton_interpreter()
     import ascend_ops

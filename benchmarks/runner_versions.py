@@ -1,11 +1,21 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""Host time per decode step: our runner on vLLM 0.34 (Model Runner V2) vs on vLLM 0.33 (V1).
+"""Host time per decode step: our MRv2 runner on vLLM 0.34 vs the former V1 runner on vLLM 0.33.
 
-Both sides are this checkout's plugin, each in its own environment (``--python-old``: a venv with
-vLLM 0.33, ``--python-new``: one with vLLM 0.34; make them with
-``VLLM_VERSION=0.33.0 VENV=.venv033 bash scripts/bootstrap.sh`` and the default bootstrap), in the
-same run, rounds interleaved (old, new, old, new, ...), best round per side. Modes: CPU emulation
+Each side is one Python interpreter with its own venv, and the plugin a side runs is the one
+installed in that venv; this script only starts them and compares. This checkout supports vLLM
+0.34 only (Model Runner V2); the V1 runner was deleted after commit
+fe70cdfb1f0492b1520165a9df1a699f73dc6293, the last one that has it (vLLM 0.33 and 0.34 both
+supported there). So the old side is an older checkout with its own venv, e.g.
+
+    git worktree add ../vllm-ascend-v1 fe70cdfb1f0492b1520165a9df1a699f73dc6293
+    (cd ../vllm-ascend-v1 && bash scripts/bootstrap.sh)   # that commit's default: vLLM 0.33.0
+    bash scripts/bootstrap.sh                               # this checkout: vLLM 0.34.0
+
+then ``--python-old ../vllm-ascend-v1/.venv/bin/python --python-new .venv/bin/python``. The
+children start in a neutral directory, so neither imports this checkout by accident; each
+result line names the vLLM version and runner class that actually ran. Sides run in the same
+invocation, rounds interleaved (old, new, old, new, ...), best round per side. Modes: CPU emulation
 (float32) and simulated NPU (float16, ``VLLM_ASCEND_SIMULATE_NPU=1``: the NPU branch over
 ``ascend_ops.simulator``). Model: SmolLM2-135M-Instruct (``vllm_ascend.demo_model``), eager,
 in-process engine (``VLLM_ENABLE_V1_MULTIPROCESSING=0``), greedy, ``ignore_eos``.
@@ -18,7 +28,8 @@ modes), output bookkeeping. A generation of ``--tokens`` tokens minus one of 1 t
 ``tokens - 1`` decode steps (prefill excluded); per round the median of ``--reps`` such pairs, per
 step. Both sides must produce the same greedy tokens (checked).
 
-    python benchmarks/runner_versions.py --python-old .venv033/bin/python --python-new .venv/bin/python \
+    python benchmarks/runner_versions.py --python-old ../vllm-ascend-v1/.venv/bin/python \
+        --python-new .venv/bin/python \
         [--modes emulate,simulate] [--batch 1,8] [--rounds 2] [--reps 3] [--tokens 16]
 
 Results are recorded in benchmarks/README.md ("Model Runner V2 vs V1").
@@ -31,6 +42,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 PROMPTS = ["The capital of France is", "def fibonacci(n):", "Water boils at",
            "The three primary colors are", "In 1969, astronauts", "A haiku about autumn:",
@@ -108,9 +120,15 @@ def _run(python: str, mode: str, model: str, batch: int, tokens: int, reps: int,
     env.setdefault("VLLM_ASCEND_EMULATE_DEVICE_MEMORY", "4GiB")
     for key in ("VLLM_TARGET_DEVICE", "VLLM_PLUGINS"):
         env.pop(key, None)
+    # `python -c` puts the working directory first on sys.path: start in a neutral one, so each
+    # side imports the plugin installed in its own venv (the old side: an older checkout's); a
+    # relative interpreter path is taken from here first
+    if os.sep in python:
+        python = os.path.abspath(python)
     proc = subprocess.run(
         [python, "-c", CHILD, model, str(batch), str(tokens), dtype, json.dumps(PROMPTS),
-         str(reps)], env=env, capture_output=True, text=True, timeout=1800)
+         str(reps)], env=env, capture_output=True, text=True, timeout=1800,
+        cwd=tempfile.gettempdir())
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT "):])
@@ -119,9 +137,19 @@ def _run(python: str, mode: str, model: str, batch: int, tokens: int, reps: int,
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--python-old", required=True, help="python of the vLLM 0.33 venv")
-    parser.add_argument("--python-new", required=True, help="python of the vLLM 0.34 venv")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        epilog="The old side (V1 runner, vLLM 0.33) cannot be built from this checkout: use a git "
+               "worktree of fe70cdfb1f0492b1520165a9df1a699f73dc6293 (the last commit with Model "
+               "Runner V1) bootstrapped into its own venv (its default vLLM is 0.33.0), e.g. "
+               "git worktree add ../vllm-ascend-v1 fe70cdf && (cd ../vllm-ascend-v1 && bash "
+               "scripts/bootstrap.sh); each side runs the plugin installed in its own venv.")
+    parser.add_argument("--python-old", required=True,
+                        help="python of the old side's venv: vLLM 0.33 with the vllm-ascend of "
+                             "an older checkout that still has the V1 runner (e.g. "
+                             "../vllm-ascend-v1/.venv/bin/python, see below)")
+    parser.add_argument("--python-new", required=True,
+                        help="python of this checkout's venv (vLLM 0.34, e.g. .venv/bin/python)")
     parser.add_argument("--modes", default="emulate,simulate")
     parser.add_argument("--batch", default="1,8")
     parser.add_argument("--rounds", type=int, default=2)

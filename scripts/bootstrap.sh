@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-# Create or refresh the repo's .venv: vLLM (default 0.33.0; VLLM_VERSION=0.34.0 for the 0.34 line)
+# Create or refresh the repo's .venv: vLLM 0.34 (default 0.34.0, the only supported line)
 # built from its sdist for the empty target (the way vLLM is installed on Ascend machines), over the
 # local CPU torch 2.13.0, + every local package.
 #
 # vLLM: the sdist is built once with VLLM_TARGET_DEVICE=empty and --no-build-isolation over the
 # venv's torch (requirements/vllm-build.txt) into a wheel cached under
 # ${VLLM_ASCEND_CACHE:-~/.cache/vllm-ascend}/wheels; later runs (offline too) install that wheel.
-# Its runtime requirements (the sdist's requirements/common.txt: requirements/vllm-runtime.txt for
-# 0.33, requirements/vllm-runtime-0.34.txt for 0.34) are installed in the same pip command with
-# torch pinned, so no other torch is pulled. Both lines build with requirements/vllm-build.txt.
+# Its runtime requirements (the sdist's requirements/common.txt: requirements/vllm-runtime.txt)
+# are installed in the same pip command with torch pinned, so no other torch is pulled.
 #
 # Idempotent: a stamp file records a hash of everything that shapes the install (requirements,
 # every pyproject.toml, ascend-ops' native sources, this script); when it matches, nothing is
 # reinstalled. `--force` reinstalls anyway (reusing the cached vllm wheel). Env: PYTHON (default
-# python3.11), VENV (default <repo>/.venv), VLLM_ASCEND_CACHE (cache root), VLLM_VERSION (0.33.x or
-# 0.34.x, default 0.33.0: the supported range is startup/version_check.py's PLATFORM_VLLM).
+# python3.11), VENV (default <repo>/.venv), VLLM_ASCEND_CACHE (cache root), VLLM_VERSION (a 0.34.x
+# release, default 0.34.0: the supported range is startup/version_check.py's PLATFORM_VLLM;
+# anything else is refused).
 set -euo pipefail
 shopt -s inherit_errexit  # set -e inside $(...) too
 
@@ -25,12 +25,12 @@ cd "$ROOT"
 PYTHON="${PYTHON:-python3.11}"
 VENV="${VENV:-$ROOT/.venv}"
 STAMP="$VENV/.vllm-ascend-bootstrap"
-VLLM_VERSION="${VLLM_VERSION:-0.33.0}"
-# the runtime requirements of that vLLM line (its sdist's requirements/common.txt)
+VLLM_VERSION="${VLLM_VERSION:-0.34.0}"
+# vLLM 0.34 is the only supported line (startup/version_check.py, PLATFORM_VLLM ">=0.34,<0.35");
+# its runtime requirements are its sdist's requirements/common.txt
 case "$VLLM_VERSION" in
-    0.33.*) VLLM_RUNTIME=requirements/vllm-runtime.txt ;;
-    0.34.*) VLLM_RUNTIME=requirements/vllm-runtime-0.34.txt ;;
-    *) printf '[bootstrap] error: VLLM_VERSION=%s is outside the supported lines 0.33.x, 0.34.x\n' \
+    0.34.*) VLLM_RUNTIME=requirements/vllm-runtime.txt ;;
+    *) printf '[bootstrap] error: VLLM_VERSION=%s is not supported: vllm-ascend supports the vLLM 0.34 line only (0.34.x, e.g. VLLM_VERSION=0.34.0)\n' \
            "$VLLM_VERSION" >&2; exit 1 ;;
 esac
 CACHE="${VLLM_ASCEND_CACHE:-$HOME/.cache/vllm-ascend}"
@@ -166,7 +166,7 @@ if bad:
 want_torch = "2.13.0+cpu"
 if md.version("torch") != want_torch:
     sys.exit(f"[bootstrap] error: torch {md.version('torch')} is installed, {want_torch} wanted "
-             "(requirements/vllm-runtime*.txt); something pulled another torch")
+             "(requirements/vllm-runtime.txt); something pulled another torch")
 import torch, vllm
 from packaging.version import Version
 # the release asked for, not one left from another VLLM_VERSION (0.34.0+empty counts as 0.34.0)

@@ -111,11 +111,10 @@ def rank_graph_entries(llm) -> list[list[tuple[str, int, bool, int]]]:
         from vllm_ascend_graph.wrapper import ACLGraphWrapper
 
         cfg = worker.vllm_config
-        # vLLM 0.33's BatchDescriptor.has_lora; 0.34's MRv2 BatchExecutionDescriptor counts
-        # the active adapters instead (vllm/v1/worker/gpu/cudagraph_utils.py)
+        # vLLM 0.34's descriptors count the active adapters (BatchDescriptor,
+        # vllm/forward_context.py; BatchExecutionDescriptor, vllm/v1/worker/gpu/cudagraph_utils.py)
         def has_lora(d):
-            flag = getattr(d, "has_lora", None)
-            return bool(flag) if flag is not None else d.num_active_loras > 0
+            return d.num_active_loras > 0
 
         return [(w.runtime_mode.name, d.num_tokens, has_lora(d), e.num_replays)
                 for w in list(ACLGraphWrapper._all_instances) if w.entries and w.vllm_config is cfg

@@ -43,7 +43,7 @@ ARG_PROBES: dict[str, list[str]] = {
     "enable_hc_sp": ["--enable-hc-sp"],
     "enable_batch_sharded_sampling": ["--enable-batch-sharded-sampling"],
     "monokernel": ["--monokernel"],
-    # a backend another plugin could register (vLLM 0.33 names CUDA checkpoint / CRIU as such)
+    # a backend another plugin could register (vLLM 0.34 names CUDA checkpoint / CRIU as such)
     "sleep_mode_backend": ["--enable-sleep-mode", "--sleep-mode-backend", "cuda_checkpoint"],
     "cpu_offload_gb": ["--cpu-offload-gb", "1"],
     "cpu_offload_params": ["--cpu-offload-params", "lm_head"],

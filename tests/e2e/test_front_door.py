@@ -5,7 +5,7 @@
 Each start here must stop before model loading, so each costs a process start, not
 an engine start. The passing starts of these cases live in test_server.py (one shared
 server). Expected behaviour: the platform's front door (packages/ascend-platform/README.md) and
-vLLM 0.33's plugin loader (VLLM_PLUGINS is an allowlist split on ",": the empty string loads nothing).
+vLLM 0.34's plugin loader (VLLM_PLUGINS is an allowlist split on ",": the empty string loads nothing).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def runs():
     pool = ThreadPoolExecutor(max_workers=min(4, max(2, os.cpu_count() or 1)))
     started: dict[str, Future] = {
         "help": pool.submit(_help, None),
-        "help_dev": pool.submit(_help, "0.33.1.dev12+gabc123"),
+        "help_dev": pool.submit(_help, "0.34.1.dev12+gabc123"),
         "help_old": pool.submit(_help, "0.30.0"),
         "help_old_opt_in": pool.submit(
             _help, "0.30.0", env=emulation_env(VLLM_ASCEND_SKIP_VERSION_CHECK="1")),
@@ -102,7 +102,7 @@ def test_unsupported_vllm_help_refused_in_one_line(runs):
     code, out = runs["help_old"]()
     assert code == 1
     lines = [ln for ln in out.splitlines() if "0.30.0" in ln]
-    assert lines and all("(supports vLLM >=0.33,<0.35)" in ln for ln in lines)
+    assert lines and all("(supports vLLM >=0.34,<0.35)" in ln for ln in lines)
     assert "Traceback" not in out
 
 
@@ -111,7 +111,7 @@ def test_unsupported_vllm_start_refused_before_model_loading(runs):
     assert code == 1
     assert ("vLLM 0.30.0 is installed, but these Ascend layers do not support it: "
             "vllm-ascend-platform") in out
-    assert "install vLLM '>=0.33,<0.35' built from its source for the empty target" in out
+    assert "install vLLM '>=0.34,<0.35' built from its source for the empty target" in out
     assert "VLLM_ASCEND_SKIP_VERSION_CHECK=1" in out
     assert "Traceback" not in out
     assert not any(marker in out for marker in MODEL_LOADING)

@@ -63,7 +63,7 @@ def _fake_layers(monkeypatch, names, hook_module=None):
         setattr(module, f"register_{name}", lambda name=name: called.append(name))
         descriptions.append(contract.validate({
             "name": name, "distribution": f"vllm-ascend-{name}", "version": "0.2.2",
-            "vllm": ">=0.33,<0.35", "after": ("attention",) if name == "models" else (),
+            "vllm": ">=0.34,<0.35", "after": ("attention",) if name == "models" else (),
             "provides": {"register": f"{hook_module or module.__name__}.register_{name}"},
         }, "test"))
     monkeypatch.setitem(sys.modules, module.__name__, module)
@@ -102,7 +102,7 @@ def test_unsupported_vllm_stops_registration_naming_the_layer(monkeypatch):
     monkeypatch.delenv("VLLM_ASCEND_SKIP_VERSION_CHECK", raising=False)
     version_check._reset_for_tests()
     with pytest.raises(layers.LayerRegistrationError,
-                       match=r"vllm-ascend-comm 0.2.2 \(supports vLLM >=0.33,<0.35\)"):
+                       match=r"vllm-ascend-comm 0.2.2 \(supports vLLM >=0.34,<0.35\)"):
         layers.register_all_layers()
     assert called == []
 

@@ -28,11 +28,6 @@ import pytest
 import torch
 from _serving_helpers import hf_all_logits
 from engine import close_llm, make_llm
-from vllm_ascend_platform.startup.version_check import uses_model_runner_v2
-
-# vLLM 0.33 refuses prompt_logprob_token_ids itself (``InputProcessor``: "requires the V2 model
-# runner"); from 0.34 (Model Runner V2 only) it is served
-MRV2 = uses_model_runner_v2()
 
 TOL = 1e-3
 MAX_TOKENS = 12
@@ -80,9 +75,8 @@ def outputs(model_path, prompts):
     from vllm.inputs import TokensPrompt
 
     params = _params()
-    if MRV2:
-        params["D"] = SamplingParams(temperature=0, max_tokens=1,
-                                     prompt_logprob_token_ids=_prompt_rows(prompts["D"]))
+    params["D"] = SamplingParams(temperature=0, max_tokens=1,
+                                 prompt_logprob_token_ids=_prompt_rows(prompts["D"]))
     names = list(params)
     llm = make_llm(model_path, max_model_len=512, max_num_seqs=4)
     try:
@@ -136,9 +130,6 @@ def test_greedy_tokens_are_the_argmax(outputs, prompts, oracle):
     assert list(sample.token_ids) == ref.argmax(dim=-1).tolist()
 
 
-@pytest.mark.skipif(not MRV2, reason="vLLM 0.33's V1 sampler gives the whole batch the requested-ids "
-                    "columns when any request has them (Sampler.sample: 'prefer "
-                    "logprob_token_ids'), so a top-k request loses its top-k; 0.34 keeps both")
 def test_top_k_request_in_the_same_batch_keeps_its_top_k(outputs, prompts, oracle):
     sample = outputs["C"].outputs[0]
     ref = _reference(oracle, prompts["C"], list(sample.token_ids))
@@ -151,8 +142,6 @@ def test_top_k_request_in_the_same_batch_keeps_its_top_k(outputs, prompts, oracl
             assert abs(v - rv) <= TOL and abs(float(ref[i, t]) - v) <= TOL, (i, t, v, rv)
 
 
-@pytest.mark.skipif(not MRV2, reason="vLLM 0.33 refuses prompt_logprob_token_ids (V1 runner); "
-                    "vLLM 0.34 serves it")
 def test_prompt_token_id_logprobs(outputs, prompts, oracle):
     prompt = prompts["D"]
     rows = _prompt_rows(prompt)
@@ -169,8 +158,6 @@ def test_prompt_token_id_logprobs(outputs, prompts, oracle):
                 assert abs(float(got[i, j]) - float(ref[i, t])) <= TOL, (i, j, t)
 
 
-@pytest.mark.skipif(not MRV2, reason="vLLM 0.33's V1 rejection sampler returns logprobs only for "
-                    "logprobs=N (max_num_logprobs), none for logprob_token_ids; 0.34 scores them")
 def test_requested_ids_with_speculative_decoding(spec_output, outputs, prompts, oracle):
     out, accepted = spec_output
     assert accepted > 0, "no draft accepted: the verification rows' path was not exercised"

@@ -170,12 +170,11 @@ GRAPH_BATCHES = [
 
 
 def _has_lora(desc) -> bool:
-    """Whether a graph's key is a LoRA graph: vLLM 0.33's ``BatchDescriptor.has_lora``
-    (``vllm/forward_context.py``); vLLM 0.34's MRv2 keys FULL graphs by
-    ``BatchExecutionDescriptor`` (``vllm/v1/worker/gpu/cudagraph_utils.py``), which counts the
-    active adapters instead (``num_active_loras``)."""
-    has_lora = getattr(desc, "has_lora", None)
-    return bool(has_lora) if has_lora is not None else desc.num_active_loras > 0
+    """Whether a graph's key is a LoRA graph: vLLM 0.34's descriptors (``BatchDescriptor``,
+    ``vllm/forward_context.py``; MRv2's ``BatchExecutionDescriptor``,
+    ``vllm/v1/worker/gpu/cudagraph_utils.py``) count the active adapters
+    (``num_active_loras``)."""
+    return desc.num_active_loras > 0
 
 
 @pytest.fixture(scope="module")

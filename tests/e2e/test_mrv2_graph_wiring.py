@@ -10,16 +10,10 @@ from __future__ import annotations
 import importlib
 from types import SimpleNamespace
 
-import pytest
-from vllm_ascend_platform.startup.version_check import uses_model_runner_v2
-
-if not uses_model_runner_v2():
-    pytest.skip("Model Runner V2 (vLLM 0.34) only", allow_module_level=True)
-
-from vllm.config import CUDAGraphMode  # noqa: E402
-from vllm.v1.worker.gpu.cudagraph_utils import ModelCudaGraphManager  # noqa: E402
-from vllm_ascend_graph.mrv2_manager import ACLGraphManager  # noqa: E402
-from vllm_ascend_platform.worker import mrv2_graphs  # noqa: E402
+from vllm.config import CUDAGraphMode
+from vllm.v1.worker.gpu.cudagraph_utils import ModelCudaGraphManager
+from vllm_ascend_graph.mrv2_manager import ACLGraphManager
+from vllm_ascend_platform.worker import mrv2_graphs
 
 
 def test_graph_mode_scope_builds_the_graph_layers_manager():

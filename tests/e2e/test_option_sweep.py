@@ -32,7 +32,6 @@ from test_server_helpers import emulation_env
 from vllm_ascend_platform.options import support as S
 from vllm_ascend_platform.options.guards import EARLY_ARGS
 from vllm_ascend_platform.options.table import REFUSED
-from vllm_ascend_platform.startup.version_check import uses_model_runner_v2
 
 HERE = Path(__file__).resolve().parent
 N_TOKENS = 8
@@ -124,7 +123,6 @@ MRV2_HOST_CASES = (
 )
 
 
-@pytest.mark.skipif(not uses_model_runner_v2(), reason="vLLM 0.34 (Model Runner V2) options")
 def test_mrv2_host_sampling_features_refused_at_startup_by_name(model_path):
     """Non-standard rejection sampling (synthetic, block, FLy) has no host stand-in: refused
     when the config is built, naming the option and the fix, where it used to stop the engine

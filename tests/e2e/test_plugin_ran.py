@@ -8,13 +8,9 @@ from __future__ import annotations
 
 import pytest
 from engine import generate_ids
-from vllm_ascend_platform.startup.version_check import uses_model_runner_v2
 
-#: the runner the worker builds for the installed vLLM (worker/worker.py): V1 on 0.33, Model
-#: Runner V2 from 0.34 (vLLM 0.34.0 deleted vllm/v1/worker/gpu_model_runner.py)
-MRV2 = uses_model_runner_v2()
-RUNNER = ("vllm_ascend_platform.worker.model_runner_v2.NPUModelRunnerV2" if MRV2
-          else "vllm_ascend_platform.worker.model_runner.NPUModelRunner")
+#: the runner the worker builds (worker/worker.py): Model Runner V2, the only runner of vLLM 0.34
+RUNNER = "vllm_ascend_platform.worker.model_runner_v2.NPUModelRunnerV2"
 
 EXPECTED_OPS = ("rms_norm", "swiglu", "rotary_embedding", "reshape_and_cache",
                 "fused_infer_attention")
@@ -26,9 +22,8 @@ def _mro(obj) -> list[str]:
 
 
 def _worker_facts(wrapper) -> dict:
-    """Runs on the worker (collective_rpc): class names, attention backends, block size, the
-    serving input batch's block tables and device/host buffer pairs."""
-    import torch
+    """Runs on the worker (collective_rpc): class names, attention backends, block size and the
+    serving runner's block tables."""
     from vllm.platforms import current_platform
 
     worker = getattr(wrapper, "worker", wrapper)
@@ -38,20 +33,7 @@ def _worker_facts(wrapper) -> dict:
     common = {"platform": _mro(current_platform), "worker": _mro(worker),
               "runner": _mro(worker.model_runner), "backends": backends,
               "block_size": worker.vllm_config.cache_config.block_size}
-    if not hasattr(worker.model_runner, "input_batch"):  # Model Runner V2 (vLLM 0.34)
-        return {**common, "block_tables": _mrv2_block_tables(worker.model_runner)}
-    batch = worker.model_runner.input_batch
-    tables = [{"direct": "compute_slot_mapping" in vars(t),
-               "host": t.block_table.gpu is t.block_table.cpu
-               and t.slot_mapping.gpu is t.slot_mapping.cpu}
-              for t in batch.block_table.block_tables]
-    # InputBatch's device tensors and their host twins (``temperature`` / ``temperature_cpu_tensor``;
-    # ``num_tokens_no_spec`` is a numpy view of its host tensor, not a device tensor)
-    twins = {name: getattr(batch, name[: -len("_cpu_tensor")], None)
-             for name in vars(batch) if name.endswith("_cpu_tensor")}
-    pairs = [dev is getattr(batch, name) for name, dev in twins.items()
-             if isinstance(dev, torch.Tensor)]
-    return {**common, "block_tables": tables, "batch_pairs": pairs}
+    return {**common, "block_tables": _mrv2_block_tables(worker.model_runner)}
 
 
 def _mrv2_block_tables(runner) -> list[dict]:
@@ -97,23 +79,11 @@ def test_worker_and_runner_are_ours(facts):
 
 
 def test_input_batch_of_the_serving_runner_is_adopted(facts):
-    """The block tables the runner serves with (vLLM rebuilds them for the KV cache's block
-    sizes) compute slots through our host kernel: V1 (vLLM 0.33) tables call the slot mapping
-    directly with every device buffer the same host tensor as its twin (docs/architecture.md,
-    model runner); MRv2 (vLLM 0.34) tables are registered with the host stand-ins that vLLM's
+    """The block tables the runner serves with (built for the KV cache's block sizes) compute
+    slots through our host kernel: they are registered with the host stand-ins that vLLM's
     slot-mapping launch ends in (docs/model-runner-v2.md)."""
     assert facts["block_tables"], "no block table"
     assert all(t["direct"] and t["host"] for t in facts["block_tables"]), facts["block_tables"]
-
-
-@pytest.mark.skipif(MRV2, reason="Model Runner V2 (vLLM 0.34) keeps a host array and a device "
-                    "tensor per buffer (NonUvaBuffer, vllm/v1/worker/gpu/buffer_utils.py); "
-                    "collapsing them on the host is not ported yet (docs/model-runner-v2.md, "
-                    "risk 5)")
-def test_device_buffers_of_the_serving_batch_are_their_host_twins(facts):
-    """V1: in emulation every device buffer of the serving input batch is the same host tensor
-    as its twin (docs/architecture.md, model runner)."""
-    assert facts["batch_pairs"] and all(facts["batch_pairs"]), facts["batch_pairs"]
 
 
 def test_attention_backend_is_ours(facts):

@@ -5,7 +5,7 @@
 One server per module (SmolLM2-135M-Instruct, float32, ``--max-model-len 512``),
 driven with the ``openai`` SDK. Expected tokens and logprobs come from HF
 transformers' forward pass on the same checkpoint; the HTTP statuses are vLLM
-0.33's own documented behaviour. The same server start also covers a valid ``additional_config``
+0.34's own documented behaviour. The same server start also covers a valid ``additional_config``
 (vLLM's own additional_config keys, one with a value Ascend has no kernel for) and
 the plugin selection (``VLLM_PLUGINS`` naming our two plugins, logged). The server runs with
 n-gram speculative decoding (``--speculative-config``), so the HF-greedy and logprob checks
@@ -302,7 +302,7 @@ def offline(model_path, tmp_path_factory):
     env = emulation_env(VLLM_ENABLE_V1_MULTIPROCESSING="0")
     import vllm
 
-    # a dev build of the installed release line (0.33.1.dev12+gabc123 on 0.33, 0.34.1... on 0.34)
+    # a dev build of the installed release line (0.34.1.dev12+gabc123 on 0.34)
     line = ".".join(str(vllm.__version__).split(".")[:2])
     proc = subprocess.run([sys.executable, str(script), model_path, f"{line}.1.dev12+gabc123"],
                           env=env, capture_output=True, text=True, timeout=900)

@@ -16,7 +16,7 @@ Checks: the NPU path ran (simulator active, every op on the ``npu`` backend, the
 of both engines agree with HF transformers float32 teacher-forced at >= 97 % of positions; and
 **a decode step makes exactly one host sync the ledger sees outside the host stand-ins**: vLLM's
 ``AsyncOutput`` waiting for the sampled tokens' device-to-host copy
-(``vllm/v1/worker/gpu/async_utils.py``), the same count as the V1 runner on vLLM 0.33 (its
+(``vllm/v1/worker/gpu/async_utils.py``), the same count as the former V1 runner had on vLLM 0.33 (its
 async-output event). Syncs inside the stand-ins (``bool(tensor)``, ``repeat_interleave``
 without ``output_size``, ``nonzero``) are counted but not held to it: on an NPU those kernels are
 vLLM's Triton ones (triton-ascend), which read nothing back.
@@ -40,11 +40,6 @@ from pathlib import Path
 
 import pytest
 from _sim_npu import assert_agreement, teacher_forced
-from packaging.version import Version
-
-vllm = pytest.importorskip("vllm")
-if Version(Version(str(vllm.__version__)).base_version) < Version("0.34"):
-    pytest.skip("Model Runner V2 port: needs vLLM >= 0.34", allow_module_level=True)
 
 #: the child reads the simulator's ledger and memory: nothing here runs on a real NPU
 pytestmark = pytest.mark.sim_only

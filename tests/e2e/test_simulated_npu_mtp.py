@@ -18,7 +18,6 @@ from __future__ import annotations
 import pytest
 from _sim_npu import run_child
 from mtp_checkpoint import save_tiny_mtp
-from vllm_ascend_platform.startup.version_check import uses_model_runner_v2
 
 K = 3
 TEXTS = [
@@ -55,12 +54,11 @@ def test_mtp_ran_on_the_simulated_npu_path(runs):
     graph = runs["mtp_graph"]["facts"]
     assert graph["full_sizes"] == [4, 8]  # multiples of the verification query length 1 + k
     assert graph["full_replays"] > 0 and graph["sim_replays"] > 0
-    if uses_model_runner_v2():
-        # vLLM 0.34 captures the draft's FULL graphs too (vllm_ascend_graph.mrv2_spec_manager):
-        # draft prefill graphs of the verification sizes, replayed on the simulator as well
-        assert [n for stage, n in graph["draft_full_sizes"] if stage == "prefill"] == [4, 8]
-        assert graph["draft_full_replays"] > 0
-        assert graph["sim_replays"] >= graph["full_replays"] + graph["draft_full_replays"]
+    # the draft's FULL graphs are captured too (vllm_ascend_graph.mrv2_spec_manager): draft
+    # prefill graphs of the verification sizes, replayed on the simulator as well
+    assert [n for stage, n in graph["draft_full_sizes"] if stage == "prefill"] == [4, 8]
+    assert graph["draft_full_replays"] > 0
+    assert graph["sim_replays"] >= graph["full_replays"] + graph["draft_full_replays"]
     calls = graph["op_calls"]
     # one prompt step (2 target layers + the MTP layer); every verification is an MLA decode
     assert calls.get("mla_prefill", 0) <= 3 and calls.get("mla_decode", 0) > 0, calls

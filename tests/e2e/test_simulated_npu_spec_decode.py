@@ -4,7 +4,7 @@
 
 The NPU path of everything speculative decoding touches runs over ``ascend_ops.simulator``
 (docs/simulated-npu.md): FIA with ``1 + k``-token verification queries, the rejection-sampling
-ops' NPU branch (models layer's ``AscendRejectionSampler``), FULL decode graphs captured for
+ops' NPU branch (the runner's host verification, ``host/mrv2_spec_decode.py``), FULL decode graphs captured for
 uniform batches of ``1 + k`` tokens per request and replayed with the per-replay attention
 parameter update. One child process builds three engines in turn: no speculation (eager),
 n-gram eager and n-gram with FULL_DECODE_ONLY graphs (capture sizes 4 and 8 with k = 3; three

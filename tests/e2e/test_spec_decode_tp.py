@@ -7,8 +7,9 @@ same checkpoint (an exact oracle: whatever the draft proposes, temperature-0 out
 change; Leviathan et al. arXiv:2211.17192; our TP=1 engine equals HF on this checkpoint,
 ``test_parallel.py``, ``test_lora_tp.py``). At TP=2
 every rank runs the target on ``1 + k``-token verification queries with its half of the heads,
-the LM head's logits are gathered, and the driver's rejection sampler
-(``AscendRejectionSampler``) decides; the n-gram proposer runs on the driver only.
+the LM head's logits are gathered, and the driver's rejection sampler (vLLM's MRv2
+``RejectionSampler`` over ``ascend_ops``, ``host/mrv2_spec_decode.py``) decides; the n-gram
+proposer runs on the driver only.
 
 A tiny random Qwen3 (``tiny_qwen3.py``: 4 query / 2 KV heads, so both split over 2 ranks;
 SmolLM2's 9 heads do not) keeps the start short. A random model seldom repeats itself, so the

@@ -56,8 +56,8 @@ def test_minor_bump_outside_the_range_is_refused(skew_venv, bumped, wheelhouse, 
     # names the layer, the installed version, the vLLM range it supports (its description: the
     # rebuilt wheel changed only __version__), the meta-package's range, the vLLM range of the
     # layers in range, and a pip command
-    assert (f"layer {LAYER} 0.3.0 (supports vLLM >=0.33,<0.35) does not satisfy vllm-ascend's "
-            f"range {LAYER}<0.3,>=0.2 (the layers in that range support vLLM >=0.33,<0.35)"
+    assert (f"layer {LAYER} 0.3.0 (supports vLLM >=0.34,<0.35) does not satisfy vllm-ascend's "
+            f"range {LAYER}<0.3,>=0.2 (the layers in that range support vLLM >=0.34,<0.35)"
             in out), out[-3000:]
     assert "pip install" in out, out[-3000:]
     for other in ("layer vllm-ascend-attention 0.2.0", "layer ascend-ops 0.2.0"):

@@ -1,8 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""AscendCompiler's cache-key hook on both vLLM versions: ``compute_hash`` on vLLM 0.33,
-``compile_factors`` on 0.34 (``vllm/compilation/compiler_interface.py``, whose
-``CompilerInterface.__init_subclass__`` refuses a class that still defines ``compute_hash``)."""
+"""AscendCompiler's cache-key hook, ``compile_factors`` (``vllm/compilation/compiler_interface.py``,
+whose ``CompilerInterface.__init_subclass__`` refuses a class that still defines ``compute_hash``)."""
 
 from __future__ import annotations
 
@@ -31,8 +30,6 @@ def test_compile_factors_change_with_the_options():
     assert changed[key] is (not default[key]) and changed != default
 
 
-def test_compute_hash_only_where_vllm_calls_it():
-    defines = "compute_hash" in vars(AscendCompiler)
-    assert defines == hasattr(CompilerInterface, "compute_hash")
-    if defines:  # vLLM 0.33
-        assert AscendCompiler().compute_hash(_config()) == AscendCompiler().compute_hash(_config())
+def test_no_compute_hash_which_vllm_refuses():
+    assert "compute_hash" not in vars(AscendCompiler)
+    assert not hasattr(CompilerInterface, "compute_hash")

@@ -10,13 +10,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-import vllm
-from packaging.version import Version
-
-pytestmark = pytest.mark.skipif(
-    Version(Version(str(vllm.__version__)).base_version) < Version("0.34"),
-    reason="Model Runner V2's graph manager (vllm/v1/worker/gpu/cudagraph_utils.py) is the "
-           "vLLM 0.34 path; vLLM 0.33 wraps the model in ACLGraphWrapper (test_wrapper.py)")
 
 
 class _State:

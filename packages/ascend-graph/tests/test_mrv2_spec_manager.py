@@ -10,15 +10,7 @@ speculation) are ``tests/e2e/test_spec_decode_{eagle,mtp}.py -k graph`` and
 
 from __future__ import annotations
 
-import pytest
 import torch
-import vllm
-from packaging.version import Version
-
-pytestmark = pytest.mark.skipif(
-    Version(Version(str(vllm.__version__)).base_version) < Version("0.34"),
-    reason="the speculator graph managers (vllm/v1/worker/gpu/spec_decode/autoregressive/"
-           "cudagraph_utils.py) exist from vLLM 0.34 on")
 
 
 class _Speculator:

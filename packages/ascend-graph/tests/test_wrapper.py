@@ -117,24 +117,6 @@ def test_clear_all_graphs_recaptures():
     assert w.entries == {}
 
 
-@pytest.mark.skipif(
-    not hasattr(__import__("vllm.compilation.monitor", fromlist=["x"]),
-                "set_cudagraph_capturing_enabled"),
-    reason="vLLM 0.34 removed the capture guard (vllm/compilation/monitor.py: "
-           "validate_cudagraph_capturing_enabled / set_cudagraph_capturing_enabled) with no "
-           "replacement; the wrapper only honours it where it exists")
-def test_capture_refused_when_vllm_disables_capturing():
-    from vllm.compilation import monitor
-
-    _, w = make()
-    monitor.set_cudagraph_capturing_enabled(False)
-    try:
-        with step(CUDAGraphMode.FULL, 4), pytest.raises(RuntimeError, match="capturing"):
-            w(torch.zeros(4))
-    finally:
-        monitor.set_cudagraph_capturing_enabled(True)
-
-
 def test_param_update_hook_gets_real_seq_lens_before_each_replay():
     """Captured with one step's lengths; each replay must see *its* lengths (padded slots cut)."""
     seen = []

@@ -27,7 +27,7 @@ LAYER_MODULES = ("vllm_ascend_attention", "vllm_ascend_comm", "vllm_ascend_graph
 
 def _desc(name="seventh", **overrides):
     data = {"name": name, "distribution": f"vllm-ascend-{name}", "version": "0.1.0",
-            "vllm": ">=0.33,<0.35", "provides": {}}
+            "vllm": ">=0.34,<0.35", "provides": {}}
     data.update(overrides)
     return data
 

@@ -40,10 +40,9 @@ def test_emulation_report_is_ok():
 
     assert report["mode"] == "emulation"
     assert report["versions"]["vllm"] == vllm.__version__
-    # the runner the worker builds for this vLLM: V1 on 0.33, Model Runner V2 from 0.34
-    # (vLLM 0.34.0 deleted vllm/v1/worker/gpu_model_runner.py; docs/model-runner-v2.md)
-    v2 = str(vllm.__version__).startswith("0.34.")
-    assert report["runner"].startswith("MRv2 (NPUModelRunnerV2" if v2 else "V1 (NPUModelRunner ")
+    # the runner the worker builds: Model Runner V2 (vLLM 0.34 deleted Model Runner V1,
+    # vllm/v1/worker/gpu_model_runner.py; docs/model-runner-v2.md)
+    assert report["runner"] == "MRv2 (NPUModelRunnerV2 over vllm/v1/worker/gpu/model_runner.py)"
     assert report["versions"]["torch"] == torch.__version__
     assert report["versions"]["torch_npu"] is None
     assert report["devices"] and "emulated" in report["devices"][0]
@@ -85,9 +84,8 @@ def test_text_report_sections():
     for heading in ("mode:      emulation", "versions:  vllm ", "runner:    ", "layers:",
                     "plugins:", "patches:", "kernels:", "result:    OK"):
         assert heading in out, out
-    # the registry's declarations, e.g. the scoped swap of vLLM's graph_capture (declared on
-    # every line; vLLM 0.34 skips it: its target module is gone)
-    assert "graph-capture (vllm.v1.worker.gpu_model_runner:graph_capture, scoped" in out
+    # the registry's declarations, e.g. the scoped swap of the CUDA stream API
+    assert "device-stream-api (torch:cuda, scoped" in out
     assert "vllm.platform_plugins: ascend -> vllm_ascend:register [loads]" in out
 
 
@@ -147,7 +145,7 @@ def test_runs_in_a_venv_without_vllm(venv_without_vllm):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "vllm not installed" in proc.stdout
     assert "runner:    n/a (no vLLM)" in proc.stdout
-    assert ("PROBLEM:   vLLM is not installed: install vLLM '>=0.33,<0.35' built from its source "
+    assert ("PROBLEM:   vLLM is not installed: install vLLM '>=0.34,<0.35' built from its source "
             "for the empty target (VLLM_TARGET_DEVICE=empty") in proc.stdout
     assert "PROBLEM:   torch is not installed" in proc.stdout
     assert "Traceback" not in proc.stderr

@@ -2,7 +2,7 @@
 # Copyright 2026 The vllm-ascend authors
 """The emulated worker's thread plan (``vllm_ascend_platform.host.threads``) against vLLM's own.
 
-The independent source is vLLM 0.33's ``OMPProcessManager._get_autobind_cpu_ids``
+The independent source is vLLM 0.34's ``OMPProcessManager._get_autobind_cpu_ids``
 (``vllm/utils/ompmultiprocessing.py``), run on the same CPU topology with its CPU-list helpers
 replaced by the topology under test: for ``VLLM_CPU_OMP_THREADS_BIND=auto`` our worker must run
 as many threads as vLLM's CPU worker binds for that rank.

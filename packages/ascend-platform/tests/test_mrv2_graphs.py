@@ -4,8 +4,7 @@
 patch ``mrv2-graph-manager``): the graph layer's ACLGraphManager with a graph mode on, vLLM's
 with NONE; the name is restored after the scope (also after an error); drift is refused.
 
-The MRv2 counterpart of test_graph_capture.py (V1: the ``graph-capture`` substitution). End to
-end: ``tests/e2e/test_graph_*.py`` and ``test_simulated_npu_smollm2.py`` on vLLM 0.34."""
+End to end: ``tests/e2e/test_graph_*.py`` and ``test_simulated_npu_smollm2.py``."""
 
 from __future__ import annotations
 
@@ -15,15 +14,9 @@ import importlib.util
 from types import SimpleNamespace
 
 import pytest
-from vllm_ascend_platform.startup.version_check import uses_model_runner_v2
-
-if not uses_model_runner_v2():
-    pytest.skip("Model Runner V2 (vLLM 0.34) only; vLLM 0.33's V1 runner: test_graph_capture.py",
-                allow_module_level=True)
-
-from vllm.config import CUDAGraphMode  # noqa: E402
-from vllm.v1.worker.gpu.cudagraph_utils import ModelCudaGraphManager  # noqa: E402
-from vllm_ascend_platform.worker import mrv2_graphs  # noqa: E402
+from vllm.config import CUDAGraphMode
+from vllm.v1.worker.gpu.cudagraph_utils import ModelCudaGraphManager
+from vllm_ascend_platform.worker import mrv2_graphs
 
 runner = importlib.import_module(mrv2_graphs.RUNNER_MODULE)
 

@@ -27,11 +27,9 @@ def _cfg(method: str | None = "standard", watermark: object = None):
 
 @pytest.fixture
 def host_mrv2(monkeypatch):
-    """Emulation on a vLLM with Model Runner V2 and no Triton (where the stand-ins run)."""
+    """Emulation with no Triton (where the stand-ins run)."""
     monkeypatch.setenv("VLLM_ASCEND_EMULATE", "1")
     monkeypatch.delenv("VLLM_ASCEND_SIMULATE_NPU", raising=False)
-    monkeypatch.setattr("vllm_ascend_platform.startup.version_check.uses_model_runner_v2",
-                        lambda: True)
     monkeypatch.setattr("vllm.triton_utils.HAS_TRITON", False)
 
 
@@ -60,19 +58,12 @@ def test_standard_rule_and_no_speculation_start(host_mrv2, method):
 
 
 def test_not_refused_where_vllms_kernels_run(monkeypatch):
-    """NPU mode (no host flag), a vLLM without MRv2 (0.33: its rejection sampler is ours and
-    never reads the field), or Triton present: vLLM's own kernels serve these."""
+    """NPU mode (no host flag) or Triton present: vLLM's own kernels serve these."""
     monkeypatch.delenv("VLLM_ASCEND_EMULATE", raising=False)
     monkeypatch.delenv("VLLM_ASCEND_SIMULATE_NPU", raising=False)
     assert not any(r.requested(_cfg("block", SimpleNamespace(key=1)), None)
                    for r in mrv2_host.REFUSALS)
     monkeypatch.setenv("VLLM_ASCEND_SIMULATE_NPU", "1")
-    monkeypatch.setattr("vllm_ascend_platform.startup.version_check.uses_model_runner_v2",
-                        lambda: False)
-    assert not any(r.requested(_cfg("block", SimpleNamespace(key=1)), None)
-                   for r in mrv2_host.REFUSALS)
-    monkeypatch.setattr("vllm_ascend_platform.startup.version_check.uses_model_runner_v2",
-                        lambda: True)
     monkeypatch.setattr("vllm.triton_utils.HAS_TRITON", True)
     assert not any(r.requested(_cfg("block", SimpleNamespace(key=1)), None)
                    for r in mrv2_host.REFUSALS)

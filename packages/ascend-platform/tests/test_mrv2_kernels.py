@@ -2,7 +2,7 @@
 # Copyright 2026 The vllm-ascend authors
 """The MRv2 host stand-ins (vllm_ascend_platform.host.mrv2_kernels) on hand-made batches.
 
-The module imports only torch, so these run with vLLM 0.33 too. Expected values follow the
+The module imports only torch. Expected values follow the
 Triton kernels' contracts in vLLM 0.34 (vllm/v1/worker/gpu/input_batch.py, block_table.py,
 buffer_utils.py, spec_decode/ngram/speculator.py, spec_decode/rejection_sampler_utils.py),
 worked out by hand here, not by calling those kernels (no Triton backend on this machine).
@@ -128,8 +128,8 @@ def test_gumbel_sample_greedy_rows_are_argmax_and_seeded_rows_repeat():
 
 @pytest.mark.parametrize("backend", ["native", "reference"])
 def test_gumbel_greedy_batch_is_one_greedy_argmax_call(backend):
-    """What test_sampler.py checks of the V1 AscendSampler, on MRv2's sampler stand-in: a
-    greedy batch picks through one ``ascend_ops.greedy_argmax`` call, first maximal index."""
+    """MRv2's sampler stand-in: a greedy batch picks through one ``ascend_ops.greedy_argmax``
+    call, first maximal index."""
     import ascend_ops
 
     if backend == "native" and not ascend_ops.native_available():

@@ -136,3 +136,39 @@ def test_flatten_sampled_puts_verified_tokens_on_their_logits_rows():
     launch[(2,)](flat, sampled, sampled.stride(0), torch.tensor([2, 3], dtype=torch.int32),
                  torch.tensor([0, 3, 7], dtype=torch.int32), num_warps=1)
     assert flat.tolist() == [4, 5, 0, 7, 8, 9, 0]
+
+
+@pytest.mark.parametrize("method", [dict(synthetic_conditional_rates=torch.tensor([0.5])),
+                                    dict(use_block_verification=True), dict(fly_window_size=4)])
+def test_verification_other_than_standard_is_refused(method):
+    """``rejection_sample_method`` other than "standard" raises, naming the option, instead of
+    verifying by the standard rule (what the former V1 ``AscendRejectionSampler`` refused at
+    construction)."""
+    logits = torch.zeros(2, 8)
+    with pytest.raises(NotImplementedError, match="rejection_sample_method other than 'standard'"):
+        sd.rejection_sample(logits, None, torch.tensor([0, 1]), torch.tensor([0, 2]),
+                            torch.arange(2), torch.arange(1), None, None, torch.tensor([1.0]),
+                            torch.tensor([1]), 1, **method)
+
+
+def test_argument_names_match_the_triton_kernels():
+    """vLLM's dispatcher forwards launch arguments by name when they match the kernel's: each
+    stand-in MRv2's EAGLE/EAGLE-3/MTP speculators and rejection sampler launch takes the same
+    parameters (a wrapper-level stand-in the wrapper's, a kernel-level one the grid and then the
+    kernel's)."""
+    import inspect
+
+    from vllm.triton_utils.dispatcher import _kernel_arg_names
+    from vllm.utils.import_utils import resolve_obj_by_qualname
+    from vllm_ascend_platform.host.mrv2_kernels import HostLaunch
+
+    for qualname, impl in sd.KERNELS.items():
+        original = resolve_obj_by_qualname(qualname)
+        original = getattr(original, "_original_kernel", original)
+        names = getattr(original, "arg_names", None) or _kernel_arg_names(original)
+        if isinstance(impl, HostLaunch):
+            params = [p for p in inspect.signature(impl.fn).parameters.values()
+                      if p.kind is not inspect.Parameter.VAR_KEYWORD]
+            assert tuple(p.name for p in params[1:]) == tuple(names), qualname
+        else:
+            assert tuple(inspect.signature(impl).parameters) == tuple(names), qualname

@@ -99,7 +99,7 @@ def test_quantization_refused_by_name_with_the_fix():
 @pytest.mark.parametrize("backend, refused", [("cumem", False), ("ascend", False),
                                               ("cuda_checkpoint", True)])
 def test_sleep_mode_backend_ours_or_vllms_default(monkeypatch, backend, refused):
-    # vLLM 0.33's --sleep-mode-backend (ModelConfig.sleep_mode_backend): "cumem" is vLLM's
+    # vLLM 0.34's --sleep-mode-backend (ModelConfig.sleep_mode_backend): "cumem" is vLLM's
     # default, which the platform runs as its "ascend" backend (sleep_mode.select_default)
     _mode(monkeypatch, "emulation")
     cfg = _cfg()

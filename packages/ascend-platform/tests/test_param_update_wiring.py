@@ -25,9 +25,9 @@ def fakes(monkeypatch):
     monkeypatch.setitem(sys.modules, "fake_graph_layer", graph)
     descriptions = tuple(contract.validate(d, "test") for d in (
         {"name": "attention", "distribution": "fake-attention", "version": "0.1.0",
-         "vllm": ">=0.33,<0.35",
+         "vllm": ">=0.34,<0.35",
          "provides": {"graph_param_update_hook": "fake_attention_layer.update"}},
-        {"name": "graph", "distribution": "fake-graph", "version": "0.1.0", "vllm": ">=0.33,<0.35",
+        {"name": "graph", "distribution": "fake-graph", "version": "0.1.0", "vllm": ">=0.34,<0.35",
          "provides": {"graph_param_hook_register": "fake_graph_layer.register",
                       "graph_param_hook_unregister": "fake_graph_layer.unregister"}},
     ))

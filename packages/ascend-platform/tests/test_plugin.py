@@ -110,7 +110,7 @@ def test_unsupported_vllm_exits_in_one_line(monkeypatch):
         plugin.platform_plugin()
     msg = str(err.value.code)
     assert "\n" not in msg and "vLLM 0.30.0 is installed" in msg
-    assert f"vllm-ascend-platform {vllm_ascend_platform.__version__} (supports vLLM >=0.33,<0.35)" in msg
+    assert f"vllm-ascend-platform {vllm_ascend_platform.__version__} (supports vLLM >=0.34,<0.35)" in msg
 
 
 def test_unsupported_vllm_with_skip_warns_and_runs(monkeypatch, caplog):
@@ -128,7 +128,7 @@ def test_dev_build_of_supported_release_accepted(monkeypatch):
     import vllm
 
     monkeypatch.setenv("VLLM_ASCEND_EMULATE", "1")
-    monkeypatch.setattr(vllm, "__version__", "0.33.1.dev12+gabc123")
+    monkeypatch.setattr(vllm, "__version__", "0.34.1.dev12+gabc123")
     assert plugin.platform_plugin() is not None
 
 

@@ -6,29 +6,20 @@ max_num_tokens, is_profile=True)``) is cut to a few tokens only where its size m
 the NPU and on the simulated NPU it keeps vLLM's size, and other dummy runs (graph capture,
 warm-up) are never touched.
 
-The runner is the one the installed vLLM gets: ``NPUModelRunnerV2`` over MRv2's
-``GPUModelRunner`` (``vllm/v1/worker/gpu/model_runner.py``, vLLM 0.34; the rule in
-``worker/profiling_pass.py``) or ``NPUModelRunner`` over V1's
-(``vllm/v1/worker/gpu_model_runner.py``, vLLM 0.33). It is built without ``__init__`` holding
-only what the methods read; vLLM's ``GPUModelRunner._dummy_run`` is replaced by a recorder."""
+The runner is ``NPUModelRunnerV2`` over MRv2's ``GPUModelRunner``
+(``vllm/v1/worker/gpu/model_runner.py``; the rule in ``worker/profiling_pass.py``). It is
+built without ``__init__`` holding only what the methods read; vLLM's
+``GPUModelRunner._dummy_run`` is replaced by a recorder."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
 import pytest
+import vllm.v1.worker.gpu.model_runner as gmr
 from vllm.config import CompilationMode
-from vllm_ascend_platform.startup.version_check import uses_model_runner_v2
-
-MRV2 = uses_model_runner_v2()
-if MRV2:
-    import vllm.v1.worker.gpu.model_runner as gmr
-    from vllm_ascend_platform.worker.model_runner_v2 import NPUModelRunnerV2 as Runner
-    from vllm_ascend_platform.worker.profiling_pass import UNMEASURED_PROFILE_TOKENS
-else:
-    import vllm.v1.worker.gpu_model_runner as gmr
-    from vllm_ascend_platform.worker.model_runner import UNMEASURED_PROFILE_TOKENS
-    from vllm_ascend_platform.worker.model_runner import NPUModelRunner as Runner
+from vllm_ascend_platform.worker.model_runner_v2 import NPUModelRunnerV2 as Runner
+from vllm_ascend_platform.worker.profiling_pass import UNMEASURED_PROFILE_TOKENS
 
 GPUModelRunner = gmr.GPUModelRunner
 
@@ -99,18 +90,15 @@ def test_profile_run_goes_through_the_short_pass(recorded, monkeypatch):
     sampled = []
     runner._dummy_sampler_run = lambda hidden: sampled.append(hidden)
     runner._sync_device = lambda: None
-    if MRV2:
-        # what MRv2's profile_run reads besides the V1 runner's (vllm/v1/worker/gpu/model_runner.py)
-        runner.vllm_config = SimpleNamespace(aux_output_config=SimpleNamespace(enabled=False))
-        runner.is_first_pp_rank = runner.is_last_pp_rank = True
-        runner.pooling_runner = None
-        runner.encoder_cache = None
-        # an engine has the platform's host stand-in here (patch emulation-host-accelerator)
-        import torch
+    # what MRv2's profile_run reads (vllm/v1/worker/gpu/model_runner.py)
+    runner.vllm_config = SimpleNamespace(aux_output_config=SimpleNamespace(enabled=False))
+    runner.is_first_pp_rank = runner.is_last_pp_rank = True
+    runner.pooling_runner = None
+    runner.encoder_cache = None
+    # an engine has the platform's host stand-in here (patch emulation-host-accelerator)
+    import torch
 
-        monkeypatch.setattr(torch.accelerator, "synchronize", lambda *a, **k: None)
-    else:
-        monkeypatch.setattr(gmr, "get_pp_group", lambda: SimpleNamespace(is_last_rank=True))
+    monkeypatch.setattr(torch.accelerator, "synchronize", lambda *a, **k: None)
     runner.profile_run()
     assert [c[0] for c in recorded] == [UNMEASURED_PROFILE_TOKENS]
     assert recorded[0][2]["is_profile"] is True

@@ -24,7 +24,7 @@ FAKE = "fake_models_layer_for_quant"
 
 def _layer(provides: dict[str, str]) -> dict:
     return {"name": "models", "distribution": "vllm-ascend-models", "version": "0.1.0",
-            "vllm": ">=0.33,<0.35", "provides": provides}
+            "vllm": ">=0.34,<0.35", "provides": provides}
 
 
 @pytest.fixture
@@ -81,7 +81,7 @@ from vllm_ascend_platform.startup import layer_dists
 mod = types.ModuleType("fake_q")
 mod.METHODS = ("ascend-next", "compressed-tensors")
 mod.LAYER = {"name": "models", "distribution": "vllm-ascend-models", "version": "0.1.0",
-             "vllm": ">=0.33,<0.35", "provides": {"quantization_methods": "fake_q.METHODS"}}
+             "vllm": ">=0.34,<0.35", "provides": {"quantization_methods": "fake_q.METHODS"}}
 sys.modules["fake_q"] = mod
 eps = [importlib.metadata.EntryPoint("models", "fake_q:LAYER", contract.ENTRY_POINT_GROUP)]
 contract._entry_points = lambda: eps

@@ -3,9 +3,9 @@
 """The one version check (vLLM against the platform's and every installed layer's range) and
 the layer-skew check.
 
-Expected verdicts follow PEP 440 (a dev/local/pre-release of 0.33.N belongs to the 0.33 release
-line, and so does the empty-target build's local version 0.33.0+empty, vLLM's setup.py
-get_vllm_version) and the supported lines each description states (>=0.33,<0.35: 0.33 and 0.34,
+Expected verdicts follow PEP 440 (a dev/local/pre-release of 0.34.N belongs to the 0.34 release
+line, and so does the empty-target build's local version 0.34.0+empty, vLLM's setup.py
+get_vllm_version) and the supported line each description states (>=0.34,<0.35: 0.34 only,
 docs/model-runner-v2.md); the message
 format is the one docs/architecture.md ("The layer contract") documents.
 """
@@ -26,9 +26,8 @@ def _fresh_verdict():
 
 
 @pytest.mark.parametrize("version", [
-    "0.33.0", "0.33.1", "0.33.9", "0.33.1.dev12+gabc123", "0.33.0rc1", "0.33.0+empty",
-    "0.33.0+cpu", "0.33.0.post1",
-    "0.34.0", "0.34.1", "0.34.0.dev3+gdeadbee", "0.34.0rc1", "0.34.0+empty",
+    "0.34.0", "0.34.1", "0.34.9", "0.34.1.dev12+gabc123", "0.34.0rc1", "0.34.0+empty",
+    "0.34.0+cpu", "0.34.0.post1", "0.34.0.dev3+gdeadbee",
 ])
 def test_supported_release_line_accepted(version):
     assert version_check.is_supported_vllm(version) is True
@@ -36,7 +35,8 @@ def test_supported_release_line_accepted(version):
 
 
 @pytest.mark.parametrize("version", [
-    "0.31.0", "0.32.0", "0.32.9", "0.35.0", "0.35.0.dev3+gdeadbee", "1.33.0", "0.3.3", "dev", "",
+    "0.31.0", "0.32.0", "0.32.9", "0.33.0", "0.33.1", "0.33.0+empty", "0.35.0",
+    "0.35.0.dev3+gdeadbee", "1.33.0", "0.3.3", "dev", "",
 ])
 def test_other_versions_refused_in_one_line(version):
     assert version_check.is_supported_vllm(version) is False
@@ -44,8 +44,8 @@ def test_other_versions_refused_in_one_line(version):
     assert msg is not None and "\n" not in msg
     assert f"vLLM {version} is installed" in msg
     for desc in contract.installed_layers():  # every installed layer is named with its range
-        assert f"{desc.distribution} {desc.version} (supports vLLM >=0.33,<0.35)" in msg
-    assert "install vLLM '>=0.33,<0.35' built from its source for the empty target" in msg
+        assert f"{desc.distribution} {desc.version} (supports vLLM >=0.34,<0.35)" in msg
+    assert "install vLLM '>=0.34,<0.35' built from its source for the empty target" in msg
     assert "VLLM_TARGET_DEVICE=empty" in msg and "VLLM_ASCEND_SKIP_VERSION_CHECK=1" in msg
 
 
@@ -61,13 +61,13 @@ def _desc(name, vllm):
 
 def test_out_of_range_layer_is_named_with_its_range_and_the_fix(monkeypatch):
     # installed vLLM 0.32.2; one layer accepts it, the platform and another do not
-    _with_layers(monkeypatch, _desc("attention", ">=0.32,<0.35"), _desc("seventh", ">=0.33,<0.35"))
+    _with_layers(monkeypatch, _desc("attention", ">=0.32,<0.35"), _desc("seventh", ">=0.34,<0.35"))
     monkeypatch.setattr(version_check, "_installed_version", lambda dist: "0.2.0")
     msg = version_check.vllm_version_problem("0.32.2")
     assert msg == (
         "vLLM 0.32.2 is installed, but these Ascend layers do not support it: "
-        "vllm-ascend-platform 0.2.0 (supports vLLM >=0.33,<0.35), vllm-ascend-seventh 0.1.0 "
-        "(supports vLLM >=0.33,<0.35); fix: install vLLM '>=0.32,>=0.33,<0.35' built from its "
+        "vllm-ascend-platform 0.2.0 (supports vLLM >=0.34,<0.35), vllm-ascend-seventh 0.1.0 "
+        "(supports vLLM >=0.34,<0.35); fix: install vLLM '>=0.32,>=0.34,<0.35' built from its "
         "source for the empty target (VLLM_TARGET_DEVICE=empty pip install --no-build-isolation "
         "<vLLM source tree or sdist>; in a vllm-ascend checkout: bash scripts/bootstrap.sh), or "
         "set VLLM_ASCEND_SKIP_VERSION_CHECK=1 to run anyway, unsupported."
@@ -82,16 +82,16 @@ def test_message_is_the_documented_one(monkeypatch):
     doc = (Path(version_check.__file__).parents[5] / "docs" / "architecture.md").read_text()
     start = doc.index("`vLLM 0.32.0 is installed")
     quoted = " ".join(doc[start + 1:doc.index("`", start + 1)].split())
-    _with_layers(monkeypatch, {**_desc("comm", ">=0.33,<0.35"), "version": "0.2.0"})
+    _with_layers(monkeypatch, {**_desc("comm", ">=0.34,<0.35"), "version": "0.2.0"})
     monkeypatch.setattr(version_check, "_installed_version", lambda dist: "0.2.0")
     assert version_check.vllm_version_problem("0.32.0") == quoted
 
 
 def test_layers_without_a_common_vllm_say_so(monkeypatch):
     _with_layers(monkeypatch, _desc("seventh", ">=0.35,<0.36"))
-    msg = version_check.vllm_version_problem("0.33.0")
+    msg = version_check.vllm_version_problem("0.34.0")
     assert "vllm-ascend-seventh 0.1.0 (supports vLLM >=0.35,<0.36)" in msg
-    assert "vllm-ascend-platform" not in msg  # the platform accepts 0.33.0
+    assert "vllm-ascend-platform" not in msg  # the platform accepts 0.34.0
     assert "no vLLM release satisfies every installed layer" in msg
 
 
@@ -116,7 +116,7 @@ def test_skip_unknown_spelling_is_an_error_naming_the_variable(monkeypatch):
 def test_startup_problem_runs_once_and_honours_skip(monkeypatch, capsys):
     import vllm
 
-    _with_layers(monkeypatch, _desc("comm", ">=0.33,<0.35"))
+    _with_layers(monkeypatch, _desc("comm", ">=0.34,<0.35"))
     monkeypatch.setattr(vllm, "__version__", "0.35.0")
     monkeypatch.delenv("VLLM_ASCEND_SKIP_VERSION_CHECK", raising=False)
     problem = version_check.startup_problem()
@@ -136,21 +136,24 @@ def test_installed_vllm_is_read_from_dunder_version(monkeypatch):
     monkeypatch.setattr(vllm, "__version__", "0.30.0")
     assert version_check.installed_vllm_version() == "0.30.0"
     # the answer is vllm.__version__, not the distribution's metadata (which, for the `vllm`
-    # distribution an empty-target build installs, names the installed 0.33 / 0.34 build)
+    # distribution an empty-target build installs, names the installed 0.34 build)
     assert importlib.metadata.version("vllm").startswith(real.split("+")[0])
-    assert real.startswith(("0.33.", "0.34."))
+    assert real.startswith("0.34.")
 
 
-@pytest.mark.parametrize(("version", "runner"), [
-    ("0.33.0", "V1 (NPUModelRunner"), ("0.33.0+empty", "V1 (NPUModelRunner"),
-    ("0.34.0", "MRv2 (NPUModelRunnerV2"), ("0.34.0rc1", "MRv2 (NPUModelRunnerV2"),
-    ("0.34.0+empty", "MRv2 (NPUModelRunnerV2"),
-])
-def test_runner_follows_the_release(version, runner):
-    # vLLM 0.34.0 deleted vllm/v1/worker/gpu_model_runner.py (Model Runner V1): from 0.34 on
-    # the worker builds the MRv2 runner (docs/model-runner-v2.md)
-    assert version_check.runner_label(version).startswith(runner)
-    assert version_check.is_model_runner_v2_version(version) is runner.startswith("MRv2")
+@pytest.mark.parametrize("version", ["0.34.0", "0.34.0rc1", "0.34.0+empty", "0.34.2"])
+def test_runner_is_model_runner_v2(version):
+    # vLLM 0.34.0 deleted vllm/v1/worker/gpu_model_runner.py (Model Runner V1): the worker
+    # builds the MRv2 runner (docs/model-runner-v2.md)
+    assert version_check.runner_label(version) == version_check.RUNNER
+    assert version_check.RUNNER.startswith("MRv2 (NPUModelRunnerV2 ")
+
+
+@pytest.mark.parametrize("version", ["0.33.0", "0.33.0+empty", "0.35.0"])
+def test_runner_line_of_an_unsupported_vllm_says_it_is_refused(version):
+    label = version_check.runner_label(version)
+    assert label.startswith(version_check.RUNNER)
+    assert f"vLLM {version} is outside >=0.34,<0.35" in label and "SKIP_VERSION_CHECK=1" in label
 
 
 def _fake_metadata(monkeypatch, installed: dict[str, str], requires: list[str]):
@@ -189,7 +192,7 @@ def test_layer_skew_names_the_mismatch(monkeypatch):
 
 
 def test_layer_skew_names_the_vllm_range_of_each_side(monkeypatch):
-    # a layer of the vLLM 0.32 line (0.1.x) beside a meta-package and platform of the 0.33 line
+    # a layer of the vLLM 0.32 line (0.1.x) beside a meta-package and platform of the 0.34 line
     # (0.2.x): the message names the layer's vLLM range and the one of the layers in range
     _fake_metadata(
         monkeypatch,
@@ -201,7 +204,7 @@ def test_layer_skew_names_the_vllm_range_of_each_side(monkeypatch):
     assert version_check.layer_skew_problems() == [
         "layer vllm-ascend-attention 0.1.0 (supports vLLM >=0.32,<0.33) does not satisfy "
         "vllm-ascend's range vllm-ascend-attention<0.3,>=0.2 (the layers in that range support "
-        "vLLM >=0.33,<0.35); install a matching version (from the checkout: pip install "
+        "vLLM >=0.34,<0.35); install a matching version (from the checkout: pip install "
         "packages/ascend-attention)."]
 
 
@@ -211,7 +214,7 @@ def test_layer_skew_of_the_op_layer_says_it_has_no_vllm_range(monkeypatch):
     _with_layers(monkeypatch)
     (problem,) = version_check.layer_skew_problems()
     assert problem.startswith("layer ascend-ops 0.1.0 (never imports vLLM) does not satisfy ")
-    assert "(the layers in that range support vLLM >=0.33,<0.35)" in problem
+    assert "(the layers in that range support vLLM >=0.34,<0.35)" in problem
 
 
 def test_layer_skew_without_meta_package_is_empty(monkeypatch):
@@ -230,13 +233,3 @@ def test_installed_checkout_is_consistent():
         pytest.skip("meta-package vllm-ascend not installed")
     assert ranges["vllm-ascend-platform"] == "<0.3,>=0.2"
     assert version_check.layer_skew_problems() == []
-
-
-def test_runner_choice_follows_the_installed_code_and_agrees_with_the_release(monkeypatch):
-    import vllm
-
-    real = str(vllm.__version__)
-    assert version_check.uses_model_runner_v2() is version_check.is_model_runner_v2_version(real)
-    # a differently spelled build (dev/patched) of the same code picks the same runner
-    monkeypatch.setattr(vllm, "__version__", "0.33.1.dev12+gabc123")
-    assert version_check.uses_model_runner_v2() is version_check.is_model_runner_v2_version(real)

@@ -216,17 +216,15 @@ def test_fork_after_parallel_region_hangs_spawn_does_not(fake_response_handles, 
 # --------------------------------------------------------------------------- the patch
 
 
-def test_patch_is_declared_and_applies_to_vllm_033_and_034():
+def test_patch_is_declared_and_applies_to_vllm_034():
     from vllm.v1.executor.multiproc_executor import WorkerProc
 
     declared = {p.name: p for p in patches.registered_patches()}
     patch = declared["worker-ready-timeout"]
     assert patch.target == "vllm.v1.executor.multiproc_executor:WorkerProc.wait_for_ready"
-    status = patches._evaluate(patch, "0.33.0")
+    status = patches._evaluate(patch, "0.34.0")
     assert status.state == patches.PENDING, status.reason
-    assert patches._evaluate(patch, "0.32.0").state == patches.SKIPPED
-    # vLLM 0.34's WorkerProc.wait_for_ready has the same shape (re-checked on 0.34.0)
-    assert patches._evaluate(patch, "0.34.0").state == patches.PENDING
+    assert patches._evaluate(patch, "0.33.0").state == patches.SKIPPED
     assert patches._evaluate(patch, "0.35.0").state == patches.SKIPPED
     patch.apply()
     assert WorkerProc.wait_for_ready is bounded_wait_for_ready

@@ -1,13 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""KV-block zeroing (worker/kv_zeroing.py, both runners): manager blocks -> kernel blocks, zeroing
-asked of the layer's backend (``zero_kv_cache_blocks``) when it offers it, plain dim-0 zeroing
-otherwise.
+"""KV-block zeroing (worker/kv_zeroing.py): manager blocks -> kernel blocks, zeroing asked of the
+layer's backend (``zero_kv_cache_blocks``) when it offers it, plain dim-0 zeroing otherwise.
 
 The runner's entry point is called on a stand-in holding only what it reads (vLLM's
-``kv_cache_config`` and ``compilation_config.static_forward_context``): the V1 runner's
-``_zero_block_ids`` on vLLM 0.33, on vLLM 0.34 the zeroer Model Runner V2's
-``_init_kv_zero_meta`` installs (``self.kv_block_zeroer.zero_block_ids``,
+``kv_cache_config`` and ``compilation_config.static_forward_context``): the zeroer Model Runner
+V2's ``_init_kv_zero_meta`` installs (``self.kv_block_zeroer.zero_block_ids``,
 vllm/v1/worker/gpu/model_runner.py)."""
 
 from __future__ import annotations
@@ -16,20 +14,14 @@ from types import SimpleNamespace
 
 import torch
 from vllm.v1.kv_cache_interface import FullAttentionSpec
-from vllm_ascend_platform.startup.version_check import uses_model_runner_v2
 
 
 def _zero(runner, block_ids):
-    """The version's runner entry point for zeroing ``block_ids``."""
-    if uses_model_runner_v2():
-        from vllm_ascend_platform.worker.model_runner_v2 import NPUModelRunnerV2
+    """The runner's entry point for zeroing ``block_ids``."""
+    from vllm_ascend_platform.worker.model_runner_v2 import NPUModelRunnerV2
 
-        NPUModelRunnerV2._init_kv_zero_meta(runner)
-        runner.kv_block_zeroer.zero_block_ids(block_ids)
-    else:
-        from vllm_ascend_platform.worker.model_runner import NPUModelRunner
-
-        NPUModelRunner._zero_block_ids(runner, block_ids)
+    NPUModelRunnerV2._init_kv_zero_meta(runner)
+    runner.kv_block_zeroer.zero_block_ids(block_ids)
 
 
 def _runner(layers: dict, num_blocks: int):

@@ -27,7 +27,7 @@ LAYER: dict = {
     "name": "attention",
     "distribution": "vllm-ascend-attention",
     "version": __version__,
-    "vllm": ">=0.33,<0.35",
+    "vllm": ">=0.34,<0.35",
     "provides": {
         "register": "vllm_ascend_attention.register",
         **{f"attention_backend.{name}": path for name, path in BACKENDS.items()},

@@ -23,7 +23,7 @@ LAYER: dict = {
     "name": "comm",
     "distribution": "vllm-ascend-comm",
     "version": __version__,
-    "vllm": ">=0.33,<0.35",
+    "vllm": ">=0.34,<0.35",
     "provides": {
         "register": "vllm_ascend_comm.register",
         "device_communicator": "vllm_ascend_comm.communicator.NPUCommunicator",

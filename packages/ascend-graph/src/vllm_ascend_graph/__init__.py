@@ -29,7 +29,7 @@ LAYER: dict = {
     "name": "graph",
     "distribution": "vllm-ascend-graph",
     "version": __version__,
-    "vllm": ">=0.33,<0.35",
+    "vllm": ">=0.34,<0.35",
     "provides": {
         "register": "vllm_ascend_graph.register",
         "configure": "vllm_ascend_graph.configure",

@@ -39,13 +39,6 @@ class AscendCompiler(CompilerInterface):
 
         return {"ascend": graph_options(vllm_config).model_dump(mode="json")}
 
-    if hasattr(CompilerInterface, "compute_hash"):  # vLLM 0.33; 0.34 refuses a class defining it
-        def compute_hash(self, vllm_config: Any) -> str:
-            """vLLM 0.33's cache-key hook (``CompilerInterface.compute_hash``)."""
-            from vllm_ascend_graph.options import graph_options
-
-            return str(hash(graph_options(vllm_config)))
-
     def compile(
         self,
         graph: fx.GraphModule,

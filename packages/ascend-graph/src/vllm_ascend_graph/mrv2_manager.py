@@ -24,8 +24,8 @@ This subclass keeps vLLM's descriptors, dispatch and per-descriptor input prepar
   NPU, the simulated ``NPUGraph`` on the simulated NPU, eager bookkeeping in CPU emulation),
   under the descriptor as the forward context's ``batch_descriptor`` -- the key the attention
   layer files its captured calls under; capture runs on a side stream of ``ascend_ops.device``
-  (no CUDA communicator assertion for TP/PP/DP > 1, as ``worker/graph_capture.py`` does on
-  vLLM 0.33);
+  (outside vLLM's ``GroupCoordinator.graph_capture``, which asserts a CUDA/XPU communicator for
+  TP/PP/DP > 1);
 * the step's attention metadata: the model state's ``prepare_attn`` is wrapped per instance
   (:class:`StepAttention`) so ``run_fullgraph`` gets what the step built;
 * replay (:meth:`ACLGraphManager.run_fullgraph`): the wrapper is called under a forward

@@ -43,7 +43,6 @@ of the speculator, and what ``_AclCaptureLoop`` refuses (DBO, breakable CUDA gra
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -51,32 +50,13 @@ import torch.nn as nn
 from vllm.config import CUDAGraphMode
 from vllm.forward_context import get_forward_context
 from vllm.logger import init_logger
-from vllm.v1.worker.gpu.cudagraph_utils import BatchExecutionDescriptor, CudaGraphManager
+from vllm.v1.worker.gpu.cudagraph_utils import BatchExecutionDescriptor
+from vllm.v1.worker.gpu.spec_decode.autoregressive.cudagraph_utils import SpeculatorCudaGraphManager
 
 from vllm_ascend_graph.mrv2_manager import _AclCaptureLoop
 from vllm_ascend_graph.wrapper import ACLGraphWrapper
 
 logger = init_logger("vllm.ascend.graph")
-
-
-
-class _NoSpeculatorManager(CudaGraphManager):
-    """Stand-in base on vLLM 0.33 (never built there)."""
-
-
-def _speculator_manager_base() -> Any:
-    """vLLM 0.34's ``SpeculatorCudaGraphManager``; on vLLM 0.33 (no autoregressive speculators
-    in Model Runner V2, patch ``mrv2-speculator-graph-manager`` not applied) a bare
-    ``CudaGraphManager`` subclass, so that this module imports and the role resolves on both."""
-    try:
-        module = importlib.import_module(
-            "vllm.v1.worker.gpu.spec_decode.autoregressive.cudagraph_utils")
-    except ImportError:
-        return _NoSpeculatorManager
-    return module.SpeculatorCudaGraphManager
-
-
-SpeculatorCudaGraphManager: Any = _speculator_manager_base()
 
 #: speculator method -> stage whose metadata it builds (vLLM 0.34 names)
 _METADATA_BUILDERS = {"_build_drafter_attn_metadata": "prefill",

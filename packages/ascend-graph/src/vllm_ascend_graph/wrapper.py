@@ -37,7 +37,6 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 import torch
-from vllm.compilation import monitor as _monitor
 from vllm.compilation.counter import compilation_counter
 from vllm.config import CUDAGraphMode
 from vllm.forward_context import get_forward_context, is_forward_context_available
@@ -65,16 +64,6 @@ class ACLGraphEntry:
     output: Any | None = None
     input_addresses: list[int] | None = None
     num_replays: int = 0
-
-
-def _validate_capturing_enabled() -> None:
-    """vLLM 0.33's guard against a capture outside the runner's capture phase
-    (``vllm/compilation/monitor.py``, ``validate_cudagraph_capturing_enabled``: RuntimeError
-    when capturing is switched off). vLLM 0.34 removed it without a replacement; nothing to
-    check there."""
-    validate = getattr(_monitor, "validate_cudagraph_capturing_enabled", None)
-    if validate is not None:
-        validate()
 
 
 def _tensor_addresses(args: tuple[Any, ...]) -> list[int]:
@@ -199,7 +188,6 @@ class ACLGraphWrapper:
     def _capture(self, entry: ACLGraphEntry, args: tuple, kwargs: dict) -> Any:
         from ascend_ops import device
 
-        _validate_capturing_enabled()
         if self.debug_log_enable:
             logger.debug("Capturing an ACL graph (%s, %s)", self.runtime_mode.name, entry.batch_descriptor)
         entry.input_addresses = _tensor_addresses(args)

@@ -33,15 +33,13 @@ LAYER: dict = {
     "name": "models",
     "distribution": "vllm-ascend-models",
     "version": __version__,
-    "vllm": ">=0.33,<0.35",
+    "vllm": ">=0.34,<0.35",
     "provides": {
         "register": "vllm_ascend_models.register",
         "configure": "vllm_ascend_models.configure",
         "ir_kernels": "vllm_ascend_models.ir_kernels.register_ir_kernels",
         "ir_op_priority": "vllm_ascend_models.default_ir_op_priority",
         "punica_wrapper": "vllm_ascend_models.lora.punica.PunicaWrapperNPU",  # docs/lora.md
-        # docs/spec-decode.md
-        "rejection_sampler": "vllm_ascend_models.spec_decode.rejection_sampler.AscendRejectionSampler",
         # the --quantization names this layer serves (the platform keeps no copy of them)
         "quantization_methods": "vllm_ascend_models.quantization.SERVED_METHODS",
         "msmodelslim_method": "vllm_ascend_models.quantization.QUANT_METHOD",

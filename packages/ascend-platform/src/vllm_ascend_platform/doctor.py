@@ -134,7 +134,7 @@ def collect() -> dict[str, Any]:
     except Exception as exc:
         problems.append(f"vLLM is installed but fails to import: {type(exc).__name__}: {exc}")
     versions["vllm"] = vllm_version
-    # the model runner the worker builds for this vLLM (V1 on 0.33, Model Runner V2 from 0.34)
+    # the model runner the worker builds for this vLLM (Model Runner V2; none outside the range)
     report["runner"] = version_check.runner_label(vllm_version) if vllm_version else None
     if vllm_version is None and not any("fails to import" in p for p in problems):
         problems.append(f"vLLM is not installed: {version_check.install_hint(version_check.PLATFORM_VLLM)}")

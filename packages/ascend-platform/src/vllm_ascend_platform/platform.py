@@ -375,14 +375,8 @@ class NPUPlatform(Platform):
         from vllm.triton_utils import HAS_TRITON
 
         if ON_HOST and not HAS_TRITON:
-            from vllm_ascend_platform.startup.version_check import uses_model_runner_v2
-
-            if uses_model_runner_v2():
-                # vLLM 0.34: Model Runner V2's kernels, speculative decoding's included
-                # (prototype, docs/model-runner-v2.md)
-                from vllm_ascend_platform.host.mrv2_spec_decode import register
-            else:
-                from vllm_ascend_platform.host.triton_overrides import register
+            # Model Runner V2's kernels, speculative decoding's included (docs/model-runner-v2.md)
+            from vllm_ascend_platform.host.mrv2_spec_decode import register
 
             register()
 

@@ -209,7 +209,7 @@ class AscendMLAImpl(MLACommonImpl[MLACommonMetadata]):
                            skip_scale: bool = False):
         """Write kv_c_normed [T, L] / k_pe [T, 1, R] at ``slot_mapping`` (slots < 0 are padding).
 
-        Signature of vLLM 0.33's ``MLAAttentionImpl.do_kv_cache_update``
+        Signature of vLLM 0.34's ``MLAAttentionImpl.do_kv_cache_update``
         (vllm/v1/attention/backend.py). ``skip_scale`` lets an fp8 cache skip the multiplication
         by a ``k_scale`` of 1.0 (vLLM sets it only for an fp8 ``kv_cache_dtype``); this cache is
         never quantized (``supported_kv_cache_dtypes`` is ``["auto"]``), so the rows are written

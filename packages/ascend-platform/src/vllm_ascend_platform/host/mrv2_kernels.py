@@ -883,7 +883,8 @@ _registered = False
 def register(kernels: dict[str, Any] | None = None) -> None:
     """Register ``kernels`` (default :data:`KERNELS`; ``host.mrv2_spec_decode.register`` adds
     the speculative-decoding ones) with vLLM's dispatcher in one call, once per process (a
-    second walk of ``sys.modules`` is harmful, see ``triton_overrides.register``)."""
+    second walk of ``sys.modules`` is harmful: ``register_kernels`` reads every module's
+    attributes, which raises on llvmlite's wrappers once numba is imported)."""
     global _registered
     if _registered:
         return

@@ -26,8 +26,7 @@ from typing import Any
 #: engine arguments checked on EngineArgs before vLLM's own checks (module docstring)
 EARLY_ARGS = ("enable_eplb", "enable_elastic_ep", "enable_cumem_allocator", "engram_config",
               "enable_fault_tolerance", "fault_tolerance_config",
-              # vLLM 0.34 only (VllmConfig._resolve_extensible_kv_cache raises off CUDA); an
-              # EngineArgs without the field (0.33) is not asked for it
+              # VllmConfig._resolve_extensible_kv_cache (vLLM 0.34) raises off CUDA
               "enable_extensible_kv_cache")
 #: IR-op providers that run on Ascend (vLLM's reference "native" and the models layer's)
 IR_PROVIDERS = ("ascend", "native")

@@ -2,7 +2,7 @@
 # Copyright 2026 The vllm-ascend authors
 """Refuse a bad LoRA adapter when its request is admitted, not inside a model step.
 
-vLLM 0.33 loads a request's adapter in the worker, during the step that first schedules it
+vLLM 0.34 loads a request's adapter in the worker, during the step that first schedules it
 (``vllm/lora/worker_manager.py``, ``_load_adapter``). A missing path or a rank above
 ``max_lora_rank`` raises there, the request stays scheduled, and every later step fails again:
 the engine stops serving. This patch extends ``InputProcessor._validate_lora`` (the front end's

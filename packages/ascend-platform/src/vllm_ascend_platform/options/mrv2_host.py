@@ -34,14 +34,10 @@ from vllm_ascend_platform.options.refusal import Refusal
 
 def _host_mrv2() -> bool:
     """True where MRv2's kernels run as our host stand-ins (``NPUPlatform.
-    register_triton_kernel_overrides``: host mode, vLLM with Model Runner V2, no Triton)."""
+    register_triton_kernel_overrides``: host mode, no Triton)."""
     from vllm_ascend_platform import envs
 
     if not envs.host_device():
-        return False
-    from vllm_ascend_platform.startup.version_check import uses_model_runner_v2
-
-    if not uses_model_runner_v2():
         return False
     from vllm.triton_utils import HAS_TRITON
 

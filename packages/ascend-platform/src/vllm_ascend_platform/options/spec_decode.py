@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""Start-up checks of ``speculative_config`` that vLLM 0.33 itself does not make.
+"""Start-up checks of ``speculative_config`` that vLLM 0.34 itself does not make.
 
 vLLM validates ``num_speculative_tokens > 0`` (pydantic, ``vllm/config/speculative.py``) and
 refuses methods it does not know. It accepts, and fails later on (or silently mis-serves), a
@@ -73,12 +73,12 @@ MTP_METHODS = ("mtp", "deepseek_mtp")
 def refuse_mtp_without_layers() -> None:
     """Check MTP's layer count before vLLM's ``SpeculativeConfig.__post_init__`` runs.
 
-    vLLM 0.33's ``SpeculativeConfig.__post_init__`` (``vllm/config/speculative.py``) computes
+    vLLM 0.34's ``SpeculativeConfig.__post_init__`` (``vllm/config/speculative.py``) calls
+    ``DraftModelSpeculatorConfig.resolve_num_speculative_tokens``
+    (``vllm/v1/worker/gpu/spec_decode/speculator_config.py``), which computes
     ``num_speculative_tokens % n_predict`` with ``n_predict`` = the target's
     ``num_nextn_predict_layers``, so a DeepSeek-V3 config with ``num_nextn_predict_layers: 0``
-    fails with ``ZeroDivisionError: integer modulo by zero`` before any platform hook runs (vLLM
-    0.34: the same modulo in ``DraftModelSpeculatorConfig.resolve_num_speculative_tokens``,
-    ``vllm/v1/worker/gpu/spec_decode/speculator_config.py``, called from ``__post_init__``). The
+    fails with ``ZeroDivisionError: integer modulo by zero`` before any platform hook runs. The
     wrapper raises :class:`SpeculativeConfigError` naming the option first (pydantic reports it
     as a validation error of ``SpeculativeConfig`` carrying this message); every other
     configuration goes to vLLM's ``__post_init__`` unchanged. Idempotent.

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""Which vLLM 0.33 / 0.34 options the Ascend platform serves, refuses, or leaves to vLLM.
+"""Which vLLM 0.34 options the Ascend platform serves, refuses, or leaves to vLLM.
 
 The table (options/table.py, options/table_env.py, and options/table_lines.py for the rows of
 one vLLM line only) classifies every engine argument, quantization

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""The support table: every vLLM 0.33 engine argument, quantization method and KV-cache dtype.
+"""The support table: every vLLM 0.34 engine argument, quantization method and KV-cache dtype.
 
 Each group is (status, evidence, names). ``status`` is ``supported`` (evidence: the test that
 shows it works), ``refused`` (evidence: what to change; our start-up check, options/support.py,
@@ -123,7 +123,7 @@ ARG_GROUPS: tuple[tuple[str, str, str], ...] = (
     (REFUSED, "--monokernel selects vLLM's DeepSeek-V4.1 mono decode kernels for ROCm gfx942 "
      "GPUs (vllm/models/deepseek_v41/amd/mono_decode.py); Ascend runs its own kernels: drop "
      "--monokernel", "monokernel"),
-    # vLLM 0.33 puts the sleep-mode backend on the command line (ModelConfig.sleep_mode_backend,
+    # vLLM 0.34 puts the sleep-mode backend on the command line (ModelConfig.sleep_mode_backend,
     # vllm/device_allocator/sleep_mode_backend.py); the platform runs vLLM's default "cumem" as
     # its own "ascend" backend (sleep_mode.select_default), any other name would fail only at
     # the first sleep

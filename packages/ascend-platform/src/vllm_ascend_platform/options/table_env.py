@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""Support table, part 2: the ``VLLM_*`` environment variables vLLM 0.33 reads below the engine.
+"""Support table, part 2: the ``VLLM_*`` environment variables vLLM 0.34 reads below the engine.
 
 "Below the engine" is what option_support.below_engine_env_vars() finds: names from
 ``vllm/envs.py`` read as ``envs.VLLM_*`` in ``vllm/v1/worker``, ``vllm/v1/attention``,

@@ -2,8 +2,9 @@
 # Copyright 2026 The vllm-ascend authors
 """Support table, part 3: the rows that exist on one supported vLLM line only.
 
-The platform supports vLLM 0.33 and 0.34 (startup/version_check.py ``PLATFORM_VLLM``). The rows
-of options/table.py and options/table_env.py hold on both lines except the names listed here:
+The platform supports vLLM 0.34 only (startup/version_check.py ``PLATFORM_VLLM``); the table was
+written while 0.33 was supported too. The rows of options/table.py and options/table_env.py hold
+on both lines except the names listed here (the ``<0.34`` ones never show on 0.34):
 
 * :data:`LINE_GROUPS`: options vLLM 0.34.0 added (``EngineArgs`` fields in
   ``vllm/engine/arg_utils.py``, ``QUANTIZATION_METHODS`` in

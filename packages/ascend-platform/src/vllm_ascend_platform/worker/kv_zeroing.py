@@ -1,15 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""Zeroing newly allocated KV blocks through the Ascend attention backends, for both runners.
+"""Zeroing newly allocated KV blocks through the Ascend attention backends.
 
 The scheduler lists the KV-manager blocks a step must zero before the model reads them
 (``SchedulerOutput.new_block_ids_to_zero``: models whose caches must start clean, e.g. hybrid
 models with an fp8 KV cache). vLLM zeroes them with ``KVBlockZeroer`` (``vllm/v1/worker/utils.py``,
-a Triton kernel over vLLM's per-block page layout): the V1 runner through its
-``_zero_block_ids`` method (vLLM 0.33, ``vllm/v1/worker/gpu_model_runner.py``), Model Runner V2
-through ``self.kv_block_zeroer.zero_block_ids`` built by ``_init_kv_zero_meta`` (vLLM 0.34,
-``vllm/v1/worker/gpu/model_runner.py``). The Ascend backends keep each layer's slab as separate
-K and V caches, so both runners route the request here instead (docs/model-runner-v2.md).
+a Triton kernel over vLLM's per-block page layout), which Model Runner V2 calls through
+``self.kv_block_zeroer.zero_block_ids`` built by ``_init_kv_zero_meta``
+(``vllm/v1/worker/gpu/model_runner.py``). The Ascend backends keep each layer's slab as separate
+K and V caches, so our runner installs :class:`BackendKVBlockZeroer`, which routes the request
+here instead (docs/model-runner-v2.md).
 """
 
 from __future__ import annotations

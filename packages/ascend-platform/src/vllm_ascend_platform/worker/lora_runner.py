@@ -1,12 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The vllm-ascend authors
-"""LoRA wrapping shared by both model runners (V1 ``NPUModelRunner`` on vLLM 0.33, MRv2
-``NPUModelRunnerV2`` on vLLM 0.34).
+"""LoRA wrapping of the model runner (``NPUModelRunnerV2``, worker/model_runner_v2.py).
 
-vLLM's ``LoRAModelRunnerMixin`` (``vllm/v1/worker/lora_model_runner_mixin.py``, the same module
-in both versions) builds the LoRA manager in ``load_lora_model``; both runners' ``load_model``
-call it once the model is built (V1: ``NPUModelRunner.load_model`` on the host, vLLM's
-``GPUModelRunner.load_model`` otherwise; MRv2: ``vllm/v1/worker/gpu/model_runner.py``). The LoRA
+vLLM's ``LoRAModelRunnerMixin`` (``vllm/v1/worker/lora_model_runner_mixin.py``) builds the LoRA
+manager in ``load_lora_model``; Model Runner V2's ``load_model``
+(``vllm/v1/worker/gpu/model_runner.py``) calls it once the model is built. The LoRA
 kernels are vLLM's punica interface, served by the platform's ``get_punica_wrapper`` (docs/lora.md):
 nothing in MRv2's LoRA path (``vllm/v1/worker/gpu/lora_utils.py``) launches a Triton kernel.
 """

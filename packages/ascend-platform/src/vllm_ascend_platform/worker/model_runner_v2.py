@@ -3,8 +3,8 @@
 """``NPUModelRunnerV2``: vLLM 0.34's Model Runner V2 on an Ascend (or emulated) device.
 
 PROTOTYPE for the vLLM 0.34 move (branch vllm-034; the plan is docs/model-runner-v2.md).
-vLLM 0.34 deletes Model Runner V1 (``vllm/v1/worker/gpu_model_runner.py``), which
-:class:`~vllm_ascend_platform.worker.model_runner.NPUModelRunner` subclasses. This runner
+vLLM 0.34 deletes Model Runner V1 (``vllm/v1/worker/gpu_model_runner.py``), which our
+former V1 runner subclassed; this is now the only runner. It
 subclasses MRv2's ``GPUModelRunner`` (``vllm/v1/worker/gpu/model_runner.py``), as vLLM's own
 ``CPUModelRunner`` (``vllm/v1/worker/cpu/model_runner.py``) does, and keeps vLLM's step
 untouched: the Triton kernels it launches are replaced on the host by
@@ -50,7 +50,7 @@ class NPUModelRunnerV2(AscendLoRARunnerMixin, GPUModelRunner):
             from vllm_ascend_platform.host.simulated import DeviceHolding
 
             # what this runner holds on the simulated device (weights, KV cache), released at
-            # the worker's shutdown or when the runner is collected (as NPUModelRunner does)
+            # the worker's shutdown or when the runner is collected
             self._device_holding = DeviceHolding(self)
         with patched("device-stream-api"):
             if self.device_is_host(device):
@@ -154,8 +154,7 @@ class NPUModelRunnerV2(AscendLoRARunnerMixin, GPUModelRunner):
     def _init_kv_zero_meta(self) -> None:
         """Install the KV-block zeroer (called by vLLM's worker when the KV cache needs zeroing):
         vLLM's ``KVBlockZeroer`` is a Triton kernel over its own page layout; the Ascend
-        backends zero their K/V caches themselves (worker/kv_zeroing.py, as the V1 runner's
-        ``_zero_block_ids``)."""
+        backends zero their K/V caches themselves (worker/kv_zeroing.py)."""
         from vllm_ascend_platform.worker.kv_zeroing import BackendKVBlockZeroer
 
         self.kv_block_zeroer = BackendKVBlockZeroer(self)
@@ -177,7 +176,7 @@ class NPUModelRunnerV2(AscendLoRARunnerMixin, GPUModelRunner):
             if self.simulated:
                 self._device_holding.hold("weights", self.model_memory_usage)
             # vLLM's own "Model loading took" line measured 0 here (no device allocator);
-            # the counted bytes, as NPUModelRunner.load_model logs them
+            # the counted bytes
             logger.info_once("Model weights take %.3f GiB of %s device memory.",
                              self.model_memory_usage / (1 << 30),
                              "simulated" if self.simulated else "emulated")

@@ -153,7 +153,7 @@ def bounded_wait_for_ready(unready_proc_handles: list[Any],
                            timeout_s: float | None = None) -> list[Any]:
     """``WorkerProc.wait_for_ready`` with a bound: wait for each worker's READY message.
 
-    Same contract as vLLM 0.33's (``vllm/v1/executor/multiproc_executor.py``): returns the
+    Same contract as vLLM 0.34's (``vllm/v1/executor/multiproc_executor.py``): returns the
     ready ``WorkerProcHandle`` list ordered by local rank; a worker that reports anything but
     READY, or whose pipe closes (it died), raises ``Exception`` as vLLM does.
 

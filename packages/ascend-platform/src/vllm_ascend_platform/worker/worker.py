@@ -2,10 +2,12 @@
 # Copyright 2026 The vllm-ascend authors
 """``NPUWorker``: the device process vLLM's executor drives (one per NPU).
 
-Built on ``vllm.v1.worker.gpu_worker.Worker`` (the vLLM 0.33 worker interface:
+Built on ``vllm.v1.worker.gpu_worker.Worker`` (the vLLM 0.34 worker interface:
 ``init_device``, ``load_model``, ``determine_available_memory``,
 ``initialize_from_config``, ``compile_or_warm_up_model``, ``execute_model``,
-``sample_tokens``); we replace device bring-up, memory accounting and warm-up.
+``sample_tokens``); we replace device bring-up, memory accounting and warm-up. The model
+runner is :class:`~vllm_ascend_platform.worker.model_runner_v2.NPUModelRunnerV2` (vLLM's Model
+Runner V2, the only runner vLLM 0.34 has; docs/model-runner-v2.md).
 """
 
 from __future__ import annotations
@@ -24,30 +26,17 @@ from vllm.v1.worker.workspace import init_workspace_manager
 
 from vllm_ascend_platform import envs
 from vllm_ascend_platform.patches.registry import patched
-from vllm_ascend_platform.startup.version_check import uses_model_runner_v2
 from vllm_ascend_platform.worker.memory import KVBudget, activation_estimate, check_kv_budget
 from vllm_ascend_platform.worker.start import startup_step
 
 logger = init_logger("vllm.ascend.worker")
 
 
-def model_runner_cls() -> type:
-    """The runner class for the installed vLLM: ``NPUModelRunner`` (V1, vLLM 0.33) or the
-    ``NPUModelRunnerV2`` prototype (vLLM 0.34)."""
-    if uses_model_runner_v2():
-        from vllm_ascend_platform.worker.model_runner_v2 import NPUModelRunnerV2
-
-        return NPUModelRunnerV2
-    from vllm_ascend_platform.worker.model_runner import NPUModelRunner
-
-    return NPUModelRunner
-
-
 class NPUWorker(Worker):
     """vLLM worker for one Ascend NPU, or for the emulated device on CPU."""
 
     def __init__(self, *args, **kwargs) -> None:
-        if uses_model_runner_v2() and envs.host_device():
+        if envs.host_device():
             # vLLM 0.34's Worker.__init__ refuses to start without Triton unless the platform
             # runs vLLM's standalone CPU runner (vllm/v1/worker/gpu_worker.py); on the host our
             # runner's Triton kernels are replaced (host/mrv2_kernels.py), so the gate is passed
@@ -89,7 +78,9 @@ class NPUWorker(Worker):
             )
         set_random_seed(self.model_config.seed)
         init_workspace_manager(self.device, 1)
-        self.model_runner = model_runner_cls()(self.vllm_config, self.device)
+        from vllm_ascend_platform.worker.model_runner_v2 import NPUModelRunnerV2
+
+        self.model_runner = NPUModelRunnerV2(self.vllm_config, self.device)
 
     def _maybe_get_memory_pool_context(self, tag: str) -> contextlib.AbstractContextManager:
         # Sleep mode tags tensors after allocation instead (_tag_sleep_memory, worker/sleep_mode.py).
@@ -201,10 +192,8 @@ class NPUWorker(Worker):
         from vllm.config import CUDAGraphMode
 
         if self.compilation_config.cudagraph_mode != CUDAGraphMode.NONE:
-            # MRv2 (vLLM 0.34): the graph layer's manager captures on its own side stream
-            capture = (contextlib.nullcontext() if uses_model_runner_v2()
-                       else patched("graph-capture"))
-            with patched("device-stream-api"), capture:
+            # the graph layer's manager captures on its own side stream (worker/mrv2_graphs.py)
+            with patched("device-stream-api"):
                 self.model_runner.capture_model()
         set_random_seed(self.model_config.seed)
         return CompilationTimes(
@@ -244,25 +233,6 @@ class NPUWorker(Worker):
             self.wake_up(None)
             raise
 
-    def _save_sleep_parameters(self, model: torch.nn.Module) -> None:
-        """vLLM 0.33 only (0.34 hands the preserved parameters' storages to the backend, which
-        copies them to the host with the other non-discardable weights, worker/sleep_mode.py).
-
-        vLLM's level-2 sleep keeps host copies of the ``--sleep-preserve-parameter-names``
-        parameters, skipping those already on the host (``Worker._save_sleep_parameters``,
-        vllm/v1/worker/gpu_worker.py). In CPU emulation and on the simulated NPU the device
-        memory *is* host memory that sleep releases (worker/sleep_mode.py), so copy those too;
-        ``wake_up`` restores them as vLLM does."""
-        super()._save_sleep_parameters(model)
-        if self.device.type != "cpu" or not self.model_config.sleep_preserve_parameter_names:
-            return
-        from fnmatch import filter as fnmatch_filter
-
-        parameters = self._get_sleep_parameters(model)
-        names = {n for pattern in self.model_config.sleep_preserve_parameter_names
-                 for n in fnmatch_filter(parameters, pattern)}
-        self._sleep_saved_parameters = {n: parameters[n].detach().clone() for n in names}
-
     def wake_up(self, tags: list[str] | None = None) -> None:
         """vLLM's ``Worker.wake_up`` through the sleep-mode backend."""
         with patched("sleep-accelerator-api"):
@@ -276,13 +246,12 @@ class NPUWorker(Worker):
 
 
 def _release_runner_graphs(runner: Any) -> None:
-    """MRv2 (vLLM 0.34): the runner's graph manager keeps its own table of captured FULL
+    """The MRv2 runner's graph manager keeps its own table of captured FULL
     descriptors and dispatches to them while ``_graphs_captured`` is set, even after the
     sleep-mode backend dropped the graphs (``clear_all_graphs``). ``release_graphs``
     (``CudaGraphManager``, ``vllm/v1/worker/gpu/cudagraph_utils.py``; the graph layer's manager
     also forgets its FULL wrapper's graphs and replay inputs) empties that table and keeps the
-    descriptors, so the next ``capture_model`` captures every one again. The V1 runner has no
-    such manager (its graphs live in the wrappers alone)."""
+    descriptors, so the next ``capture_model`` captures every one again."""
     manager = getattr(runner, "cudagraph_manager", None)
     release = getattr(manager, "release_graphs", None)
     if release is not None:

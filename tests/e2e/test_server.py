@@ -263,6 +263,30 @@ def test_nonpositive_max_tokens(server, client, model, max_tokens):
     _still_healthy(server, client, model)
 
 
+def _png_data_url() -> str:
+    import base64
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(np.zeros((28, 28, 3), dtype=np.uint8)).save(buf, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def test_image_to_a_text_only_model(server, client, model):
+    """An image sent to SmolLM2 (text only) is a 400 naming the problem; text still serves."""
+    content = [{"type": "image_url", "image_url": {"url": _png_data_url()}},
+               {"type": "text", "text": "What is this?"}]
+    code, msg = _status(lambda: client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": content}], max_tokens=4))
+    assert code == 400, msg
+    low = msg.lower()
+    assert "image" in low or "multimodal" in low or "multi-modal" in low, msg
+    _still_healthy(server, client, model)
+
+
 def test_chat_message_over_limit(server, client, model):
     messages = [{"role": "user", "content": " hello" * 600}]
     code, msg = _status(lambda: client.chat.completions.create(model=model, messages=messages,

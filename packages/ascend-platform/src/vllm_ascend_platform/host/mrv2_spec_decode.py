@@ -347,5 +347,13 @@ KERNELS: dict[str, Any] = {
 
 def register() -> None:
     """Register the step stand-ins and these with vLLM's dispatcher in one call (once per
-    process, ``mrv2_kernels.register``)."""
-    register_step_kernels({**STEP_KERNELS, **KERNELS})
+    process, ``mrv2_kernels.register``); in CPU emulation the per-step ones in their numpy
+    versions (``host/mrv2_kernels_np.py``)."""
+    from vllm_ascend_platform import envs
+
+    emulated: dict = {}
+    if envs.emulate():
+        from vllm_ascend_platform.host.mrv2_kernels_np import emulation_kernels
+
+        emulated = emulation_kernels()
+    register_step_kernels({**STEP_KERNELS, **KERNELS, **emulated})

@@ -12,7 +12,6 @@ import random
 import pytest
 import torch
 from test_mrv2_kernels import _batch
-
 from vllm_ascend_platform.host import mrv2_kernels as k
 from vllm_ascend_platform.host import mrv2_kernels_np as npk
 

@@ -39,6 +39,11 @@ def _np(t: torch.Tensor) -> np.ndarray:
     return t.numpy()
 
 
+def _clip(a: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """``np.clip`` for integer arrays without its per-call dtype-limit lookups."""
+    return np.minimum(np.maximum(a, lo), hi)
+
+
 # ---- vllm/v1/worker/gpu/block_table.py -------------------------------------------------------
 
 def _gather_block_tables(grid, batch_idx_to_req_idx, src_block_table_ptrs, dst_block_table_ptrs,
@@ -97,7 +102,7 @@ def _compute_slot_mappings(grid, max_num_tokens, idx_mapping, query_start_loc, p
         if enabled[g]:
             table = _np(tables[g])
             bs = int(sizes[g])
-            numbers = table[np.maximum(req, 0), np.clip(p // bs, 0, table.shape[1] - 1)]
+            numbers = table[np.maximum(req, 0), _clip(p // bs, 0, table.shape[1] - 1)]
             out[:used] = np.where(real, numbers.astype(np.int64) * bs + p % bs, PAD_ID)
             out[used:max_num_tokens] = PAD_ID
         else:
@@ -146,7 +151,7 @@ def combine_sampled_and_draft_tokens(input_ids, idx_mapping, last_sampled_tokens
     if num_new_sampled_tokens > 0:
         last = _np(last_sampled_tokens.reshape(-1))[r]
         put = decoding & (seq_len - n_logits >= plen)
-        ids[np.clip(query_end - n_logits, 0, ids.shape[0] - 1)[put]] = last[put]
+        ids[_clip(query_end - n_logits, 0, ids.shape[0] - 1)[put]] = last[put]
     width = draft_tokens.shape[-1]
     if width:
         drafts = _np(draft_tokens)
@@ -189,7 +194,7 @@ def post_update(idx_mapping, num_computed_tokens, last_sampled_tokens, output_bi
     tl = _np(total_len)
     total = tl[np.maximum(idx, 0)].astype(np.int64)
     has = valid & (k > 0)
-    last = sampled[np.arange(n), np.clip(k - 1, 0, width - 1)]
+    last = sampled[np.arange(n), _clip(k - 1, 0, width - 1)]
     _np(last_sampled_tokens.view(-1))[idx[has]] = last[has]
     tl[idx[has]] = total[has] + k[has]
     ids = _np(all_token_ids)
@@ -199,10 +204,10 @@ def post_update(idx_mapping, num_computed_tokens, last_sampled_tokens, output_bi
         if kb <= 0:
             continue
         row, start = int(idx[b]), int(total[b])
-        cols = np.clip(np.arange(start, start + kb), 0, ids.shape[1] - 1)
+        cols = _clip(np.arange(start, start + kb), 0, ids.shape[1] - 1)
         ids[row, cols] = sampled[b, :kb]
         if obc is not None:
-            tokens = np.clip(sampled[b, :kb].astype(np.int64), 0, obc.shape[1] - 1)
+            tokens = _clip(sampled[b, :kb].astype(np.int64), 0, obc.shape[1] - 1)
             np.add.at(obc[row], tokens, 1)
     delta = -_np(num_rejected)[:n].astype(np.int64)
     if query_start_loc is not None:

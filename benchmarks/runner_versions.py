@@ -20,7 +20,8 @@ invocation, rounds interleaved (old, new, old, new, ...), best round per side. M
 ``ascend_ops.simulator``). Model: SmolLM2-135M-Instruct (``vllm_ascend.demo_model``), eager,
 in-process engine (``VLLM_ENABLE_V1_MULTIPROCESSING=0``), greedy, ``ignore_eos``.
 
-Method (unprofiled, ``perf_counter``): the runner's ``execute_model`` and ``sample_tokens`` are
+Method (unprofiled, ``perf_counter``, or with ``--clock thread`` ``time.thread_time``: CPU time
+of the engine thread, which a loaded box disturbs less): the runner's ``execute_model`` and ``sample_tokens`` are
 wrapped, and so are the model's ``forward`` and ``compute_logits``. For one generation,
 ``runner host`` = time in ``execute_model`` + ``sample_tokens`` minus time in the model forward
 and the LM head: input preparation, attention metadata, sampling (a host computation in both CPU
@@ -30,7 +31,8 @@ step. Both sides must produce the same greedy tokens (checked).
 
     python benchmarks/runner_versions.py --python-old ../vllm-ascend-v1/.venv/bin/python \
         --python-new .venv/bin/python \
-        [--modes emulate,simulate] [--batch 1,8] [--rounds 2] [--reps 3] [--tokens 16]
+        [--modes emulate,simulate] [--batch 1,8] [--rounds 2] [--reps 3] [--tokens 16] \
+        [--clock wall|thread]
 
 Results are recorded in benchmarks/README.md ("Model Runner V2 vs V1").
 """
@@ -54,19 +56,24 @@ import json, statistics, sys, time
 TIMES = {}
 
 
+CLOCK = time.perf_counter
+
+
 def wrap(fn, label):
     def call(*a, **k):
-        t0 = time.perf_counter()
+        t0 = CLOCK()
         try:
             return fn(*a, **k)
         finally:
-            TIMES[label] = TIMES.get(label, 0.0) + time.perf_counter() - t0
+            TIMES[label] = TIMES.get(label, 0.0) + CLOCK() - t0
     return call
 
 
 def main():
     model, batch, tokens, dtype = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     pool, reps = json.loads(sys.argv[5]), int(sys.argv[6])
+    global CLOCK
+    CLOCK = time.thread_time if sys.argv[7] == "thread" else time.perf_counter
     prompts = [pool[i % len(pool)] for i in range(batch)]
     import vllm
     from vllm import LLM, SamplingParams
@@ -113,7 +120,7 @@ MODES = {"emulate": ("VLLM_ASCEND_EMULATE", "float32"),
 
 
 def _run(python: str, mode: str, model: str, batch: int, tokens: int, reps: int,
-         threads: int) -> dict:
+         threads: int, clock: str = "wall") -> dict:
     var, dtype = MODES[mode]
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), VLLM_ENABLE_V1_MULTIPROCESSING="0",
                HF_HUB_OFFLINE="1", **{var: "1"})
@@ -127,7 +134,7 @@ def _run(python: str, mode: str, model: str, batch: int, tokens: int, reps: int,
         python = os.path.abspath(python)
     proc = subprocess.run(
         [python, "-c", CHILD, model, str(batch), str(tokens), dtype, json.dumps(PROMPTS),
-         str(reps)], env=env, capture_output=True, text=True, timeout=1800,
+         str(reps), clock], env=env, capture_output=True, text=True, timeout=1800,
         cwd=tempfile.gettempdir())
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
@@ -156,6 +163,9 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--tokens", type=int, default=16)
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--clock", choices=("wall", "thread"), default="wall",
+                        help="runner host time by perf_counter (wall) or by time.thread_time "
+                             "(CPU time of the engine thread: less sensitive to a loaded box)")
     args = parser.parse_args()
     modes = args.modes.split(",")
     bad = [m for m in modes if m not in MODES]
@@ -176,7 +186,8 @@ def main() -> int:
             hosts: dict[str, list[float]] = {"old": [], "new": []}
             for _ in range(args.rounds):
                 for side, python in (("old", args.python_old), ("new", args.python_new)):
-                    r = _run(python, mode, model, batch, args.tokens, args.reps, args.threads)
+                    r = _run(python, mode, model, batch, args.tokens, args.reps, args.threads,
+                             args.clock)
                     hosts[side].append(r["runner_host_ms"])
                     if side not in best or r["step_ms"] < best[side]["step_ms"]:
                         best[side] = r

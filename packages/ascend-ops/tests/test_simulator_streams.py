@@ -206,3 +206,34 @@ def test_event_synchronize_forces_only_up_to_its_record(simulated_npu):
     assert e.query() and streams.QUEUE.pending()  # the second replay is still queued
     torch.npu.synchronize()
     assert not streams.QUEUE.pending()
+
+
+def test_run_kernel_is_one_op_after_the_work_it_depends_on(simulated_npu):
+    """``streams.run_kernel`` (a host stand-in for one kernel launch): the queued work that
+    writes what it reads runs first, without a host sync; the ledger counts one launch; the
+    stand-in's own aten ops do not go through the device mode; under a capture it is op by op."""
+    x, out = torch.ones(4), torch.zeros(4)
+    g = _doubling_graph(x, out)
+    x.fill_(4.0)
+    g.replay()
+    assert streams.QUEUE.pending()
+    simulator.ledger().reset()
+    stack = []
+
+    def kernel(src, dst):
+        stack.append(torch._C._len_torch_dispatch_stack())
+        dst.copy_(src + 1)
+        return dst.sum()
+
+    res = torch.zeros(4)
+    total = streams.run_kernel("triton:add_one", [out], [res], kernel, out, res)
+    assert res.tolist() == [9.0] * 4 and float(total) == 36.0  # 4 * 2 + 1: after the replay
+    assert stack == [0]  # its ops ran without the device mode
+    led = simulator.ledger()
+    assert led.launches.get("triton:add_one") == 1 and led.host_syncs == 0
+    assert not streams.QUEUE.pending()
+    # under a graph capture the kernel's ops are captured one by one (the capture mode sees them)
+    g2 = torch.npu.NPUGraph()
+    with torch.npu.graph(g2):
+        streams.run_kernel("triton:add_one", [x], [res], kernel, x, res)
+    assert stack[-1] >= 2

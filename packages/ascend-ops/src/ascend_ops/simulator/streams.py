@@ -442,6 +442,32 @@ def ensure_mode() -> bool:
     return True
 
 
+def run_kernel(name: str, reads, writes, fn: Callable, *args, **kwargs):
+    """Run ``fn(*args, **kwargs)``, a host stand-in for ONE device kernel launch (a Triton kernel
+    that triton-ascend compiles into a single kernel on the NPU), as one device op: the queued
+    work it depends on runs first (``reads``/``writes``: every tensor the kernel reads / writes,
+    the pointer-table targets included; RAW, WAR and WAW hazards as for an aten op that cannot
+    be queued), the ledger counts one launch named ``name``, and the stand-in's own aten ops
+    then run without :class:`DeviceMode` (one dispatch for the kernel instead of one per op).
+
+    Only on the thread's plain device (its ``DeviceMode`` the only mode on the dispatch stack,
+    no queued work running); under a graph capture, fake tensors or any other mode the ops go
+    through the modes one by one, as before. Returns what ``fn`` returns."""
+    mode = getattr(_local, "mode", None)
+    if (mode is None or QUEUE.running or torch._C._len_torch_dispatch_stack() != 1
+            or torch._C._get_dispatch_stack_at(0) is not mode):
+        return fn(*args, **kwargs)
+    if QUEUE.pending():
+        QUEUE.settle_for_host(current_stream(), keys_of(reads), keys_of(writes),
+                              f"kernel {name}")
+    LEDGER.launch(name)
+    popped = torch._C._pop_torch_dispatch_stack(None)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        torch._C._push_on_torch_dispatch_stack(popped)
+
+
 def remove_mode() -> None:
     """Pop this thread's :class:`DeviceMode` if it is the only mode on the stack (uninstall)."""
     mode = getattr(_local, "mode", None)

@@ -40,6 +40,8 @@ from typing import Any
 
 import torch
 
+from vllm_ascend_platform.host.mrv2_launch import one_launch
+
 _MASK32 = 0xFFFFFFFF
 
 # ---- pointer tables (block tables) ----------------------------------------------------------
@@ -94,6 +96,14 @@ def _tensors_at(ptrs: torch.Tensor) -> list[torch.Tensor]:
     return found
 
 
+def _kernel(name: str, *writes: str, grid: bool = False) -> Callable[[Callable[..., Any]],
+                                                                      Callable[..., Any]]:
+    """The stand-in of the kernel ``name`` (writing the arguments ``writes``) as one device op on
+    the simulated NPU (:func:`~vllm_ascend_platform.host.mrv2_launch.one_launch`); ``grid``:
+    a ``HostLaunch`` function (first parameter the grid)."""
+    return one_launch(name, writes, _tensors_at, skip_grid=grid)
+
+
 class HostLaunch:
     """Stands in for ``kernel[grid](*args, **kwargs)``: ``fn(grid, *args, **kwargs)``.
 
@@ -146,6 +156,7 @@ def _masked_assign(target: torch.Tensor, index: tuple[torch.Tensor, ...], values
 
 # ---- vllm/v1/worker/gpu/buffer_utils.py ------------------------------------------------------
 
+@_kernel("_apply_write_kernel", "output_ptr", grid=True)
 def _apply_write(grid, output_ptr, output_stride, write_indices_ptr, write_starts_ptr,
                  write_contents_ptr, write_cu_lens_ptr, write_group_ids_ptr, BLOCK_SIZE=None,
                  MULTI_GROUP=False, **_: Any) -> None:
@@ -181,6 +192,7 @@ def _apply_write(grid, output_ptr, output_stride, write_indices_ptr, write_start
 
 # ---- vllm/v1/worker/gpu/block_table.py -------------------------------------------------------
 
+@_kernel("_gather_block_tables_kernel", "dst_block_table_ptrs", grid=True)
 def _gather_block_tables(grid, batch_idx_to_req_idx, src_block_table_ptrs, dst_block_table_ptrs,
                          block_table_strides, num_blocks_ptr, num_blocks_stride, num_reqs,
                          num_computed_tokens_ptr, sliding_window_reach_ptr, block_sizes_ptr,
@@ -209,6 +221,7 @@ def _gather_block_tables(grid, batch_idx_to_req_idx, src_block_table_ptrs, dst_b
             dst[num_reqs:num_rows] = 0
 
 
+@_kernel("_compute_slot_mappings_kernel", "slot_mappings_ptr", grid=True)
 def _compute_slot_mappings(grid, max_num_tokens, idx_mapping, query_start_loc, pos,
                            block_table_ptrs, block_table_strides, block_sizes,
                            slot_mapping_enabled, dcp_sharded, slot_mappings_ptr,
@@ -246,6 +259,7 @@ def _compute_slot_mappings(grid, max_num_tokens, idx_mapping, query_start_loc, p
 
 # ---- vllm/v1/worker/gpu/input_batch.py (wrapper level) ---------------------------------------
 
+@_kernel("_prepare_prefill_inputs_kernel", "input_ids", "next_prefill_tokens")
 def prepare_prefill_inputs(input_ids, next_prefill_tokens, idx_mapping, query_start_loc,
                            all_token_ids, prefill_len, num_computed_tokens) -> None:
     """``prepare_prefill_inputs``: for each prefilling request (computed < prefill length),
@@ -275,6 +289,7 @@ def prepare_prefill_inputs(input_ids, next_prefill_tokens, idx_mapping, query_st
                        prefilling[None, :].expand(num_lookahead, -1))
 
 
+@_kernel("_prepare_pos_seq_lens_kernel", "pos", "seq_lens")
 def prepare_pos_seq_lens(idx_mapping, query_start_loc, num_computed_tokens, pos,
                          seq_lens) -> None:
     """``prepare_pos_seq_lens``: positions ``done..done+query_len`` per request, seq_lens =
@@ -289,6 +304,7 @@ def prepare_pos_seq_lens(idx_mapping, query_start_loc, num_computed_tokens, pos,
         pos.copy_(torch.where(inside, (done[b] - qsl[b] + t).to(pos.dtype), pos))
 
 
+@_kernel("_combine_sampled_and_draft_tokens_kernel", "input_ids")
 def combine_sampled_and_draft_tokens(input_ids, idx_mapping, last_sampled_tokens,
                                      query_start_loc, seq_lens, prefill_len, draft_tokens,
                                      cu_num_logits, num_logits, num_new_sampled_tokens=1):
@@ -325,6 +341,7 @@ def combine_sampled_and_draft_tokens(input_ids, idx_mapping, last_sampled_tokens
     return logits_indices
 
 
+@_kernel("_get_num_sampled_and_rejected_kernel", "num_sampled")
 def get_num_sampled_and_rejected(num_sampled, seq_lens, cu_num_logits, idx_mapping,
                                  prefill_len):
     """``get_num_sampled_and_rejected``: chunked-prefill rows sample nothing; rejected =
@@ -337,6 +354,8 @@ def get_num_sampled_and_rejected(num_sampled, seq_lens, cu_num_logits, idx_mappi
     return num_sampled, num_rejected
 
 
+@_kernel("_post_update_kernel", "num_computed_tokens", "last_sampled_tokens",
+         "output_bin_counts", "all_token_ids", "total_len", "draft_tokens_out")
 def post_update(idx_mapping, num_computed_tokens, last_sampled_tokens, output_bin_counts,
                 sampled_tokens, num_sampled, num_rejected, query_start_loc, all_token_ids,
                 total_len, draft_tokens=None, draft_tokens_out=None) -> None:
@@ -376,6 +395,7 @@ def post_update(idx_mapping, num_computed_tokens, last_sampled_tokens, output_bi
         0, r, torch.where(valid, delta, torch.zeros_like(delta)).to(num_computed_tokens.dtype))
 
 
+@_kernel("_post_update_num_computed_tokens_kernel", "num_computed_tokens")
 def post_update_num_computed_tokens(idx_mapping, num_computed_tokens, query_start_loc) -> None:
     """``post_update_num_computed_tokens``: add each request's query length."""
     n = idx_mapping.shape[0]
@@ -561,6 +581,7 @@ def greedy_sample(logits: torch.Tensor) -> torch.Tensor:
     return ascend_ops.greedy_argmax(logits)
 
 
+@_kernel("_temperature_kernel", "logits")
 def apply_temperature(logits, expanded_idx_mapping, temperature) -> None:
     """``apply_temperature``: rows whose temperature is not 0 or 1 are divided by it."""
     t = temperature[expanded_idx_mapping.to(torch.int64)].float()

@@ -349,7 +349,15 @@ KERNELS: dict[str, Any] = {
 def register() -> None:
     """Register the step stand-ins, the multimodal ones (``host/mrv2_mm_kernels.py``), the
     ``logprob_token_ids`` ones (``host/mrv2_logprobs.py``) and these with vLLM's dispatcher in one
-    call (once per process, ``mrv2_kernels.register``)."""
+    call (once per process, ``mrv2_kernels.register``); in CPU emulation the per-step ones in
+    their numpy versions (``host/mrv2_kernels_np.py``)."""
+    from vllm_ascend_platform import envs
     from vllm_ascend_platform.host.mrv2_mm_kernels import MM_KERNELS
 
-    register_step_kernels({**STEP_KERNELS, **MM_KERNELS, **LOGPROB_KERNELS, **KERNELS})
+    emulated: dict = {}
+    if envs.emulate():
+        from vllm_ascend_platform.host.mrv2_kernels_np import emulation_kernels
+
+        emulated = emulation_kernels()
+    register_step_kernels({**STEP_KERNELS, **MM_KERNELS, **LOGPROB_KERNELS, **KERNELS,
+                           **emulated})

@@ -160,8 +160,13 @@ def emulation_engine_defaults(engine_args: Any) -> None:
 def _eager_when_no_graphs(vllm_config: VllmConfig) -> None:
     """The one eager setting: no compilation, no graph capture.
 
-    Applied when the model asks for it (``enforce_eager``) or no installed layer provides ACL
-    graph capture (``static_graph_wrapper``; then said once). Otherwise the graph layer's
+    Applied when the model asks for it (``enforce_eager``), when no installed layer provides ACL
+    graph capture (``static_graph_wrapper``; then said once), or for a sparse-attention model
+    (HF config ``index_topk``, DeepSeek-V3.2 DSA; said once, naming the reason): its indexer op
+    (``vllm::ascend_sparse_indexer``) slices the step's requests and rows on the host and is not
+    one of vLLM's splitting ops, so a captured graph (PIECEWISE included, which vLLM does not
+    check against the backend's ``AttentionCGSupport.NEVER``) would replay the capture's slices;
+    no per-replay update for it is built (docs/sparse-attention.md). Otherwise the graph layer's
     ``configure`` hook decides the graph and compile settings.
     """
     from vllm.config import CompilationMode, CUDAGraphMode
@@ -170,8 +175,15 @@ def _eager_when_no_graphs(vllm_config: VllmConfig) -> None:
 
     model = vllm_config.model_config
     graphs = contract.provided("static_graph_wrapper") is not None
-    if graphs and model is not None and not model.enforce_eager:
+    sparse = model is not None and hasattr(model.hf_text_config, "index_topk")
+    if graphs and model is not None and not model.enforce_eager and not sparse:
         return
+    if sparse and model is not None and not model.enforce_eager:
+        logger.warning_once(
+            "sparse attention (HF config index_topk, DeepSeek-V3.2 DSA, backend ASCEND_SFA) "
+            "runs eager on Ascend: no compilation, no ACL graphs, whatever cudagraph_mode asks, "
+            "because its indexer op is not a graph splitting op and has no per-replay update "
+            "(docs/sparse-attention.md)")
     if not graphs and model is not None and not model.enforce_eager:
         logger.warning_once(
             "ACL graph capture and the Ascend compile backend are not installed "

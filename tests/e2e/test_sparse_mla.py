@@ -19,10 +19,9 @@ One engine per mode, shared by the module's tests:
   on ``ascend_ops.simulator``; >= 97 % of generated positions agree with transformers float32
   teacher-forced.
 
-Graphs: refused by the sparse backend by name -- ``AscendSFAMetadataBuilder`` declares
-``AttentionCGSupport.NEVER`` (``vllm_ascend_attention/backends/sfa_metadata.py``: the indexer's
-step state, the shared top-k buffer, is written outside the attention op, and the DSA calls have
-no per-replay length updates), so vLLM sets ``cudagraph_mode`` NONE for the model. Both
+Graphs: off for sparse models, with a warning naming ``ASCEND_SFA`` and the reason (the
+platform's eager rule, ``startup/config_defaults.py``; the backend also declares
+``AttentionCGSupport.NEVER``, docs/sparse-attention.md, "Limits"). Both
 engines are started with graphs requested and the test checks no graph was captured.
 """
 
@@ -147,7 +146,7 @@ def test_indexer_selects(emulation, oracles, prompts):
 
 
 def test_graphs_refused_by_the_sparse_backend(emulation):
-    # graphs requested: the backend's AttentionCGSupport.NEVER turns capture off
+    # graphs requested: sparse models run eager (config_defaults.py), nothing is captured
     assert emulation["cudagraph_mode"][0] == "NONE", emulation["cudagraph_mode"]
 
 

@@ -33,7 +33,7 @@ def test_plain_config_passes():
 
 @pytest.mark.parametrize("over,ascend,feature", [
     ({}, {"enable_weight_nz": True}, "FRACTAL_NZ"),
-    # a KV connector not served on Ascend (ExampleConnector is: test_kv_connectors.py)
+    # a KV connector not served on Ascend (ExampleConnector is: tests/e2e/test_kv_connector_seam.py)
     ({"kv_transfer_config": SimpleNamespace(kv_connector="NixlConnector",
                                             kv_connector_module_path=None)}, {},
      "KV connector 'NixlConnector'"),

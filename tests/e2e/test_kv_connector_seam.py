@@ -2,7 +2,9 @@
 # Copyright 2026 The vllm-ascend authors
 """KV connectors on Ascend: the layout-aware block seam (kv_transfer/block_io.py), the served /
 refused connector policy and its routing (options/kv_connectors.py), and the shared-directory
-checks of ``AscendExampleConnector`` (kv_transfer/example_connector.py)."""
+checks of ``AscendExampleConnector`` (kv_transfer/example_connector.py). No engine starts: these
+are unit tests of the platform's seam over the attention layer's real backends, so they live
+where every layer is installed (the platform's own test session has no attention layer)."""
 
 from __future__ import annotations
 

@@ -69,7 +69,12 @@ def build_app(prefill: str, decode: str, timeout: float = 300.0,
         return resp
 
     async def route(request: Request, path: str) -> Response:
-        body = await request.json()
+        try:
+            body = await request.json()
+        except ValueError as err:  # json.JSONDecodeError and a body that is not UTF-8
+            return _error(400, f"request body is not valid JSON ({err})")
+        if not isinstance(body, dict):
+            return _error(400, f"request body must be a JSON object, got {type(body).__name__}")
         first = {**body, "max_tokens": 1, "stream": False}
         first.pop("max_completion_tokens", None)
         first.pop("stream_options", None)
@@ -102,6 +107,17 @@ def build_app(prefill: str, decode: str, timeout: float = 300.0,
     @app.post("/v1/chat/completions")
     async def chat(request: Request) -> Response:
         return await route(request, "/v1/chat/completions")
+
+    @app.get("/v1/models")
+    async def models() -> Response:
+        """The decode instance's model list (both instances serve the same model)."""
+        async with httpx.AsyncClient(timeout=httpx.Timeout(10.0, connect=connect_timeout)) as c:
+            try:
+                r = await c.get(decode + "/v1/models")
+            except httpx.HTTPError as err:
+                return _error(502, f"decode instance {decode} unreachable "
+                                   f"({type(err).__name__}: {err})")
+        return Response(r.content, status_code=r.status_code, media_type="application/json")
 
     @app.get("/health")
     async def health() -> Response:

@@ -135,3 +135,20 @@ def test_the_proxy_names_an_unreachable_instance_at_once():
         assert time.monotonic() - start < 10
         h = client.get("/health")
         assert h.status_code == 503 and dead[0] in h.json()["error"]["message"]
+
+
+def test_the_proxy_answers_a_bad_body_with_a_400_before_calling_any_instance():
+    """A body that is not JSON, or not a JSON object, is the client's error (400, named), as a
+    vLLM server answers it; no instance is contacted (none listens here)."""
+    from fastapi.testclient import TestClient
+
+    dead = [f"http://127.0.0.1:{ports.free_port()}" for _ in range(2)]
+    app = _proxy_module().build_app(dead[0], dead[1], timeout=10, connect_timeout=2)
+    with TestClient(app) as client:
+        r = client.post("/v1/completions", content=b'{"model": "m", "prompt": "hi",',
+                        headers={"Content-Type": "application/json"})
+        assert r.status_code == 400 and "not valid JSON" in r.json()["error"]["message"]
+        r = client.post("/v1/chat/completions", json=[1, 2])
+        assert r.status_code == 400 and "JSON object" in r.json()["error"]["message"]
+        r = client.get("/v1/models")
+        assert r.status_code == 502 and dead[1] in r.json()["error"]["message"]

@@ -44,9 +44,14 @@ def _mrv2_block_tables(runner) -> list[dict]:
     from vllm.v1.worker.gpu import block_table as bt
     from vllm_ascend_platform.host import mrv2_kernels
 
-    ours = mrv2_kernels.KERNELS[f"{mrv2_kernels.G}.block_table._compute_slot_mappings_kernel"]
+    # ours: the torch stand-in (host/mrv2_kernels.py; the simulated NPU's) or, in CPU emulation,
+    # its numpy version (host/mrv2_kernels_np.py), each wrapped in HostLaunch
     kernel = bt._compute_slot_mappings_kernel
-    direct = getattr(kernel, "_impl", kernel) is ours
+    impl = getattr(kernel, "_impl", kernel)
+    direct = (isinstance(impl, mrv2_kernels.HostLaunch)
+              and impl.__name__ == "_compute_slot_mappings"
+              and impl.fn.__module__ in ("vllm_ascend_platform.host.mrv2_kernels",
+                                         "vllm_ascend_platform.host.mrv2_kernels_np"))
     tables = runner.block_tables
     return [{"direct": direct, "host": t.data_ptr() in mrv2_kernels._POINTERS}
             for t in [b.gpu for b in tables.block_tables] + list(tables.input_block_tables)]
